@@ -1,0 +1,1 @@
+"""dsh-replay-tui: the interactive scenario debugger (Textual)."""

@@ -1,0 +1,208 @@
+"""The headless ``dsh-replay`` command: inspect, validate (and the subcommands other modules add).
+
+Errors are printed as one clear paragraph on stderr with exit status 1 (2 for
+usage); never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import ReplayError
+from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+from .scenario import Scenario, load_scenario
+
+Handler = Callable[[argparse.Namespace], int]
+
+# Modules that add subcommands: each has ``register(subparsers) -> None`` and sets
+# ``handler`` on its parser with ``set_defaults``. Missing modules are skipped.
+SUBCOMMAND_MODULES = (
+    "replay_engine.cli_serve",
+    "replay_engine.cli_override",
+    "replay_engine.demo_agent",
+)
+
+
+def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
+    """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""
+    entry = item.entry
+    chunks = entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else []
+    finish: str | None = None
+    text: list[str] = []
+    tools: list[str] = []
+    for chunk in chunks:
+        kind = chunk.get("type")
+        if kind == "text-delta" and isinstance(chunk.get("text"), str):
+            text.append(chunk["text"])
+        elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str):
+            tools.append(chunk["name"])
+        elif kind == "block-end":
+            block = chunk.get("block")
+            if isinstance(block, dict) and not text and block.get("type") == "text":
+                if isinstance(block.get("text"), str):
+                    text.append(block["text"])
+        elif kind == "finish":
+            reason = chunk.get("reason")
+            if isinstance(reason, dict):
+                finish = str(reason.get("kind"))
+                if reason.get("kind") == "error" and reason.get("code"):
+                    finish += f" ({reason.get('code')})"
+    parts: list[str] = []
+    joined = " ".join("".join(text).split())
+    if joined:
+        parts.append(joined if len(joined) <= width else joined[: width - 1] + "…")
+    if tools:
+        parts.append("tools: " + ", ".join(tools))
+    if isinstance(entry, ThrowEntry):
+        parts.append(f"throws {entry.code}: {entry.message}")
+        finish = finish or f"throw {entry.code}"
+    if isinstance(entry, HangEntry):
+        parts.append("hangs until cancelled" + (f" (readyFile {entry.readyFile})"
+                                                  if entry.readyFile else ""))
+        finish = "hang"
+    return {
+        "kind": entry.kind,
+        "origin": item.origin,
+        "chunks": len(chunks),
+        "finish": finish,
+        "summary": "; ".join(parts),
+        "callKey": item.call_key,
+    }
+
+
+def render_scenario(scenario: Scenario) -> str:
+    """The human ``inspect`` view."""
+    lines: list[str] = []
+    root = scenario.root or scenario.config.file or "scenario"
+    lines.append(f"scenario {root}: {len(scenario.scripts)} session script(s)"
+                 + (f", sidecar ({scenario.sidecar_form})" if scenario.sidecar_form else ""))
+    for i, script in enumerate(scenario.scripts):
+        role = "primary" if script.primary else "child"
+        seed = f", seedLength {script.seed_length:g}" if script.seed_length else ""
+        lines.append(
+            f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt {script.created_at:g}"
+            f"{seed}  file {script.file or '-'}  calls {len(script.entries)}"
+        )
+        for j, item in enumerate(script.entries):
+            s = summarize_entry(item)
+            key = f" {s['callKey']}" if s["callKey"] else ""
+            lines.append(
+                f"    #{j}{key} {s['kind']:<6} {s['origin']:<8} {s['chunks']:>5} chunks"
+                f"  finish={s['finish'] or '-'}  {s['summary']}"
+            )
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.scenario)
+    except ReplayError as exc:
+        if args.json:
+            print(json.dumps({"ok": False, "error": exc.message}))
+            return 1
+        raise
+    if args.json:
+        print(json.dumps(scenario.to_json(), ensure_ascii=False))
+    else:
+        print(render_scenario(scenario))
+    return 0
+
+
+def validate_scenario(path: str) -> list[str]:
+    """Every problem found in a scenario (empty when it loads and is servable)."""
+    from pathlib import Path
+
+    from .derive import load_log
+    from .scenario import config_from_directory, load_scenario_config
+    from .sidecar import load_sidecar
+
+    problems: list[str] = []
+    try:
+        config = config_from_directory(path)
+    except ReplayError as exc:
+        return [exc.message]
+    # Check each file on its own so one bad file does not hide the others.
+    logs = [config.file, *config.childFiles]
+    for log_path in logs:
+        if log_path and Path(log_path).is_file():
+            try:
+                load_log(log_path)
+            except ReplayError as exc:
+                problems.append(exc.message)
+    if config.overrideFile and Path(config.overrideFile).is_file():
+        try:
+            load_sidecar(config.overrideFile)
+        except ReplayError as exc:
+            problems.append(exc.message)
+    if not problems:
+        try:
+            load_scenario_config(config)
+        except ReplayError as exc:
+            problems.append(exc.message)
+    return problems
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in args.scenarios:
+        problems = validate_scenario(path)
+        if problems:
+            failed += 1
+            print(f"FAIL {path}: {len(problems)} problem(s)")
+            for problem in problems:
+                print("  - " + problem.replace("\n", "\n    "))
+        else:
+            print(f"ok   {path}")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="dsh-replay",
+        description="Serve, inspect and validate recorded agent-session scenarios.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    p = sub.add_parser("inspect", help="show the derived scripts of a scenario")
+    p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
+    p.add_argument("--json", action="store_true", help="print the conformance JSON shape")
+    p.set_defaults(handler=_cmd_inspect)
+    p = sub.add_parser("validate", help="check scenarios without serving; lists every problem")
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    p.set_defaults(handler=_cmd_validate)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dsh-replay``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ReplayError as exc:
+        print(f"dsh-replay: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"dsh-replay: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

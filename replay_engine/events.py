@@ -1,0 +1,138 @@
+"""Events the engine emits to observers (the debugger, loggers, tests).
+
+Observers receive these synchronously, in order, on the event loop that runs
+the engine; they must not block. Every event names its run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class EngineEvent:
+    """Base of every engine event."""
+
+    run: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionBound(EngineEvent):
+    """A live session key claimed a recorded script."""
+
+    session: str | None
+    script_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallStarted(EngineEvent):
+    """A model call was bound to its entry and starts streaming."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkServed(EngineEvent):
+    """One chunk went to the agent; ``chunk_index`` counts from 0 within the call."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    chunk_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallPaused(EngineEvent):
+    """The step gate holds the call before chunk ``chunk_index``."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    chunk_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallResumed(EngineEvent):
+    """A paused call was released."""
+
+    session: str | None
+    call_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class HangWaiting(EngineEvent):
+    """A hang entry served its prefix and waits for cancellation."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    ready_file: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallFinished(EngineEvent):
+    """The call served all its chunks."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallFailed(EngineEvent):
+    """The call failed: a throw entry, a placeholder or ready-file problem."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallCancelled(EngineEvent):
+    """The call was cancelled (client disconnect, debugger, control API)."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    call_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BindingFailed(EngineEvent):
+    """A call could not be bound: unrecorded session or exhausted script."""
+
+    session: str | None
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunReset(EngineEvent):
+    """The run's bindings and cursors were forgotten."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptsReloaded(EngineEvent):
+    """New scripts replaced the old ones; ``changes`` says what changed per script."""
+
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChanged(EngineEvent):
+    """Pace, step mode or breakpoints changed."""
+
+    settings: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,247 @@
+"""Session log parsing: the header, events, and packed chunk rows (SPEC section 2).
+
+The public helpers take text and return plain dicts. ``scan_log`` is the fast,
+streaming reader the loader uses: it decodes each line once with msgspec,
+skipping the payload of events derivation never reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from .errors import LogParseError
+from .models import SessionHeader, as_safe_integer, is_number
+
+# JavaScript's String.prototype.trim() set: what counts as blank (SPEC 4a).
+WHITESPACE = (
+    " \t\n\r\v\f\xa0\ufeff\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_ASCII_WS = b" \t\n\r\v\f"
+
+PACKED_CHUNK_TYPES: dict[str, str] = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+_TEXT_KEYS = frozenset({"turn", "step", "index", "dt", "texts"})
+_TOOL_KEYS = frozenset({"turn", "step", "index", "id", "dt", "args"})
+_ENVELOPE_KEYS = frozenset({"type", "seq0", "time0", "data"})
+
+_any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+
+
+def _where(file: str | None, line: int) -> str:
+    return f"{file or '<log>'}:{line}"
+
+
+def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
+    """Decode one physical line; returns (blank, value). Raises LogParseError when malformed."""
+    try:
+        return False, _any_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        stripped = raw.strip(_ASCII_WS)
+        if not stripped:
+            return True, None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise LogParseError(
+                f"{_where(file, line)}: the line is not valid UTF-8; session logs are UTF-8 "
+                "JSONL. Re-save the file as UTF-8.",
+                file=file,
+                line=line,
+            ) from None
+        text = text.strip(WHITESPACE)
+        if not text:
+            return True, None
+        try:
+            return False, _any_decoder.decode(text.encode("utf-8"))
+        except msgspec.DecodeError:
+            raise LogParseError(
+                f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
+                "session log must be one JSON value; fix or remove this line.",
+                file=file,
+                line=line,
+            ) from None
+
+
+def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
+    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+    if value is None:
+        raise LogParseError(
+            f"{_where(file, line)}: the header line is null; the first line of a session log "
+            'must be the session header {"type":"session","id":…,"createdAt":…}.',
+            file=file,
+            line=line,
+        )
+    if not isinstance(value, dict):
+        return SessionHeader()
+    ident = value.get("id")
+    created = value.get("createdAt")
+    seed = value.get("seedLength")
+    extra = {k: v for k, v in value.items() if k not in ("id", "createdAt", "seedLength")}
+    return SessionHeader(
+        id=ident if isinstance(ident, str) else "",
+        createdAt=created if is_number(created) else 0,
+        seedLength=seed if is_number(seed) else 0,
+        extra=extra,
+    )
+
+
+def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
+    return LogParseError(
+        f"{_where(file, line)}: malformed packed chunk row: {what}. Packed rows must be "
+        '{"type","seq0","time0","data"} exactly as SPEC section 2 describes; re-record or '
+        "unpack this row.",
+        file=file,
+        line=line,
+    )
+
+
+def expand_packed_row(
+    row: dict[str, Any], file: str | None, line: int
+) -> list[tuple[Any, Any, int, dict[str, Any]]]:
+    """Expand a packed row into (turn, step, time, chunk) per member; validates the row fully."""
+    kind = str(row.get("type"))
+    chunk_type = PACKED_CHUNK_TYPES[kind]
+    if set(row) != _ENVELOPE_KEYS:
+        got = ", ".join(sorted(row))
+        raise _packed_error(file, line, f"envelope keys must be type, seq0, time0, data (got {got})")
+    seq0 = as_safe_integer(row["seq0"])
+    if seq0 is None or seq0 < 0:
+        raise _packed_error(file, line, f"seq0 must be a non-negative integer (got {row['seq0']!r})")
+    time0 = as_safe_integer(row["time0"])
+    if time0 is None:
+        raise _packed_error(file, line, f"time0 must be an integer (got {row['time0']!r})")
+    data = row["data"]
+    if not isinstance(data, dict):
+        raise _packed_error(file, line, "data must be an object")
+    keys = set(data)
+    if kind == "tool-call-chunks":
+        if keys != _TOOL_KEYS and keys != _TOOL_KEYS | {"name"}:
+            got = ", ".join(sorted(keys))
+            raise _packed_error(
+                file, line, f"data keys must be turn, step, index, id, name?, dt, args (got {got})"
+            )
+        payload_key = "args"
+    else:
+        if keys != _TEXT_KEYS:
+            got = ", ".join(sorted(keys))
+            raise _packed_error(file, line, f"data keys must be turn, step, index, dt, texts (got {got})")
+        payload_key = "texts"
+    for key in ("turn", "step", "index"):
+        if not is_number(data[key]):
+            raise _packed_error(file, line, f"data.{key} must be a number (got {data[key]!r})")
+    payload = data[payload_key]
+    if (
+        not isinstance(payload, list)
+        or not payload
+        or not all(isinstance(p, str) for p in payload)
+    ):
+        raise _packed_error(file, line, f"data.{payload_key} must be a non-empty list of strings")
+    dt = data["dt"]
+    if not isinstance(dt, list) or len(dt) != len(payload) - 1:
+        raise _packed_error(
+            file, line, f"data.dt must be a list of {len(payload) - 1} integer(s), one per gap"
+        )
+    gaps: list[int] = []
+    for gap in dt:
+        as_int = as_safe_integer(gap)
+        if as_int is None:
+            raise _packed_error(file, line, f"data.dt holds {gap!r}, not an integer")
+        gaps.append(as_int)
+    index = data["index"]
+    turn, step = data["turn"], data["step"]
+    out: list[tuple[Any, Any, int, dict[str, Any]]] = []
+    t = time0
+    if payload_key == "texts":
+        for k, text in enumerate(payload):
+            if k:
+                t += gaps[k - 1]
+            out.append((turn, step, t, {"type": chunk_type, "index": index, "text": text}))
+    else:
+        ident = data["id"]
+        if not isinstance(ident, str):
+            raise _packed_error(file, line, "data.id must be a string")
+        has_name = "name" in data
+        name = data.get("name")
+        if has_name and not isinstance(name, str):
+            raise _packed_error(file, line, "data.name must be a string when present")
+        for k, args in enumerate(payload):
+            if k:
+                t += gaps[k - 1]
+            chunk: dict[str, Any] = {"type": chunk_type, "index": index, "id": ident}
+            if has_name:
+                chunk["name"] = name
+            chunk["argumentsDelta"] = args
+            out.append((turn, step, t, chunk))
+    return out
+
+
+def _expand_to_events(row: dict[str, Any], file: str | None, line: int) -> list[dict[str, Any]]:
+    seq0 = as_safe_integer(row.get("seq0"))
+    members = expand_packed_row(row, file, line)
+    assert seq0 is not None
+    return [
+        {
+            "type": "assistant/chunk",
+            "seq": seq0 + k,
+            "time": t,
+            "data": {"turn": turn, "step": step, "chunk": chunk},
+        }
+        for k, (turn, step, t, chunk) in enumerate(members)
+    ]
+
+
+def _lines(text: str | bytes) -> Iterator[tuple[int, bytes]]:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    yield from enumerate(data.split(b"\n"), 1)
+
+
+def iter_values(
+    lines: Iterable[tuple[int, bytes]], file: str | None = None
+) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, decoded value) for every non-blank line."""
+    for number, raw in lines:
+        blank, value = decode_line(raw, file, number)
+        if not blank:
+            yield number, value
+
+
+def parse_session_header(text: str | bytes, file: str | None = None) -> SessionHeader:
+    """Read the header (first non-blank line); an empty log has the default header."""
+    for number, value in iter_values(_lines(text), file):
+        return header_from_value(value, file, number)
+    return SessionHeader()
+
+
+def parse_session_log(text: str | bytes, file: str | None = None) -> list[Any]:
+    """Every event after the header, packed rows expanded to their original chunk events."""
+    events: list[Any] = []
+    first = True
+    for number, value in iter_values(_lines(text), file):
+        if first:
+            header_from_value(value, file, number)
+            first = False
+            continue
+        if value is None:
+            raise null_event_error(file, number)
+        if isinstance(value, dict) and value.get("type") in PACKED_CHUNK_TYPES:
+            events.extend(_expand_to_events(value, file, number))
+        else:
+            events.append(value)
+    return events
+
+
+def null_event_error(file: str | None, line: int) -> LogParseError:
+    """The error for a ``null`` event line."""
+    return LogParseError(
+        f"{_where(file, line)}: the event is null; every event line must be a JSON object "
+        "such as {\"type\":…,\"data\":…}. Remove the line or restore the event.",
+        file=file,
+        line=line,
+    )

@@ -1,0 +1,304 @@
+"""Pydantic models of everything a user authors or configures, plus script records.
+
+User-authored documents (sidecars, provider catalogs, config) are validated
+completely with pydantic. Derived entries are built with ``model_construct``
+because they come from already-parsed logs and sit on the hot path.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+    model_validator,
+)
+
+CHUNK_TYPES: frozenset[str] = frozenset(
+    {
+        "block-start",
+        "text-delta",
+        "reasoning-delta",
+        "tool-call-delta",
+        "block-end",
+        "usage",
+        "finish",
+    }
+)
+"""Chunk ``type`` values a sidecar entry may carry (SPEC section 4)."""
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+Origin = Literal["derived", "patched", "replaced", "appended"]
+"""Where a loaded entry came from: the log, a patch over it, a bare-list sidecar, or a patch
+past the end."""
+
+
+def as_safe_integer(value: object) -> int | None:
+    """Return ``value`` as an int when it is a JSON safe integer (``2.0`` counts), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) <= MAX_SAFE_INTEGER else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value) if abs(value) <= MAX_SAFE_INTEGER else None
+    return None
+
+
+def is_number(value: object) -> bool:
+    """True for JSON numbers; booleans are never numbers."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_chunk(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("a chunk must be a JSON object")
+    kind = value.get("type")
+    if not isinstance(kind, str) or kind not in CHUNK_TYPES:
+        allowed = ", ".join(sorted(CHUNK_TYPES))
+        raise ValueError(f"chunk type {kind!r} is not one of: {allowed}")
+    return value
+
+
+def _check_integer(value: object) -> int:
+    number = as_safe_integer(value)
+    if number is None:
+        raise ValueError(f"must be an integer, got {value!r}")
+    return number
+
+
+Chunk = Annotated[dict[str, Any], BeforeValidator(_check_chunk)]
+"""One recorded stream chunk, kept whole (every field it carries)."""
+
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+JsonInt = Annotated[int, BeforeValidator(_check_integer)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ChunksEntry(_Strict):
+    """A model call that streams its chunks and finishes."""
+
+    kind: Literal["chunks"] = "chunks"
+    """Discriminator."""
+    chunks: list[Chunk]
+    """The chunks served, in order."""
+
+
+class ThrowEntry(_Strict):
+    """A model call that streams a prefix and then fails with ``code``."""
+
+    kind: Literal["throw"] = "throw"
+    """Discriminator."""
+    chunks: list[Chunk]
+    """Prefix chunks served before failing (may be empty)."""
+    message: NonEmptyStr
+    """The failure message the agent sees."""
+    code: NonEmptyStr
+    """The failure code, e.g. AUTH, RATE_LIMIT, SERVER, HTTP_503."""
+
+
+class HangEntry(_Strict):
+    """A model call that streams a short prefix, then waits until cancelled."""
+
+    kind: Literal["hang"] = "hang"
+    """Discriminator."""
+    readyFile: NonEmptyStr | None = None  # noqa: N815 - wire name
+    """Marker file created (empty) once the prefix is served."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ready_file_not_null(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "readyFile" in data and data["readyFile"] is None:
+            raise ValueError("readyFile, when present, must be a non-empty string (not null)")
+        return data
+
+
+ReplayEntry = Annotated[ChunksEntry | ThrowEntry | HangEntry, Field(discriminator="kind")]
+"""One scripted model call."""
+
+AnyEntry = ChunksEntry | ThrowEntry | HangEntry
+
+
+def entry_to_json(entry: AnyEntry) -> dict[str, Any]:
+    """The SPEC section 4 JSON form of an entry (exact keys, chunks untouched)."""
+    if isinstance(entry, ChunksEntry):
+        return {"kind": "chunks", "chunks": entry.chunks}
+    if isinstance(entry, ThrowEntry):
+        return {
+            "kind": "throw",
+            "chunks": entry.chunks,
+            "message": entry.message,
+            "code": entry.code,
+        }
+    out: dict[str, Any] = {"kind": "hang"}
+    if entry.readyFile is not None:
+        out["readyFile"] = entry.readyFile
+    return out
+
+
+class OverridePatch(_Strict):
+    """Replace derived call ``at`` (or append when ``at`` equals the derived length)."""
+
+    at: Annotated[JsonInt, Field(ge=0)]
+    """0-based index into the derived primary script."""
+    entry: ReplayEntry
+    """The entry served instead."""
+
+
+class OverrideDocument(_Strict):
+    """The ``{"patches": [...]}`` sidecar form."""
+
+    patches: list[OverridePatch]
+    """Patches applied in document order."""
+
+
+class ModelConfig(_Strict):
+    """One model a replay provider advertises (SPEC section 7)."""
+
+    id: NonEmptyStr
+    """Model id the agent requests."""
+    name: StrictStr | None = None
+    """Display name."""
+    description: StrictStr | None = None
+    """Free text."""
+    contextWindow: Annotated[JsonInt, Field(gt=0)] | None = None  # noqa: N815
+    """Context window in tokens, a positive integer."""
+    inputModalities: list[Literal["text", "image"]] | None = None  # noqa: N815
+    """Accepted inputs."""
+    defaultMaxTokens: Annotated[JsonInt, Field(gt=0)] | None = None  # noqa: N815
+    """Default completion budget."""
+    reasoningEfforts: list[StrictStr] | None = None  # noqa: N815
+    """Reasoning effort levels offered."""
+    defaultReasoningEffort: StrictStr | None = None  # noqa: N815
+    """Must be one of ``reasoningEfforts``."""
+
+    @model_validator(mode="after")
+    def _effort_known(self) -> ModelConfig:
+        if self.defaultReasoningEffort is not None and (
+            self.reasoningEfforts is None
+            or self.defaultReasoningEffort not in self.reasoningEfforts
+        ):
+            raise ValueError(
+                f"defaultReasoningEffort {self.defaultReasoningEffort!r} must be one of "
+                f"reasoningEfforts {self.reasoningEfforts or []}"
+            )
+        return self
+
+
+class ProviderConfig(_Strict):
+    """A replay-only provider: what a connected agent discovers; never does provider I/O."""
+
+    id: NonEmptyStr
+    """Provider id (``owned_by`` on the wire)."""
+    name: StrictStr | None = None
+    """Display name; defaults to ``id``."""
+    retryPolicy: dict[str, Any] | None = None  # noqa: N815
+    """Opaque retry policy handed to the agent."""
+    models: list[ModelConfig] = Field(default_factory=list)
+    """Models offered."""
+
+    @model_validator(mode="after")
+    def _default_name(self) -> ProviderConfig:
+        if self.name is None:
+            self.name = self.id
+        return self
+
+
+class ReplayConfig(_Strict):
+    """Everything needed to load a scenario without a directory (and serving knobs)."""
+
+    file: StrictStr | None = None
+    """Primary session log; empty or missing means "missing"."""
+    overrideFile: StrictStr | None = None  # noqa: N815
+    """Sidecar path; ignored when the file does not exist."""
+    childFiles: list[StrictStr] = Field(default_factory=list)  # noqa: N815
+    """Child session logs."""
+    providers: list[ProviderConfig] | None = None
+    """Optional provider catalog."""
+    paceMs: Annotated[JsonInt, Field(ge=0)] = 0  # noqa: N815
+    """Fixed delay before every chunk, in milliseconds."""
+
+
+class SessionHeader(BaseModel):
+    """The first line of a session log; unknown keys are kept in ``extra``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = ""
+    """Recorded session id (``""`` unless the header holds a string)."""
+    createdAt: float = 0  # noqa: N815
+    """Creation time in ms (``0`` unless a number)."""
+    seedLength: float = 0  # noqa: N815
+    """Events inherited from the parent on fork (``0`` unless a number)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Every other key of the header line."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The conformance ``headers`` form: id, createdAt, seedLength."""
+        return {"id": self.id, "createdAt": _num(self.createdAt), "seedLength": _num(self.seedLength)}
+
+
+def _num(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+@dataclass(slots=True)
+class ScriptEntry:
+    """One loaded call with what the debugger needs to explain it."""
+
+    entry: AnyEntry
+    """What is served."""
+    origin: Origin
+    """derived, patched, replaced or appended."""
+    call_key: str | None = None
+    """``turn/step`` of a derived call (None for sidecar entries)."""
+    lines: tuple[int, int] | None = None
+    """First and last log line of a derived call's events."""
+    times: array[int] | None = None
+    """Recorded time (ms) of each chunk of a derived call, for recorded pacing."""
+
+    def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
+        """SPEC JSON of the entry, optionally with its origin."""
+        out = entry_to_json(self.entry)
+        if with_origin:
+            out["origin"] = self.origin
+        return out
+
+
+@dataclass(slots=True)
+class SessionScript:
+    """The ordered calls of one recorded session."""
+
+    recorded_id: str
+    """The header id of the log."""
+    created_at: float
+    """The header createdAt (ms)."""
+    entries: list[ScriptEntry]
+    """The calls, in order."""
+    primary: bool
+    """True for the parent session."""
+    file: str | None = None
+    """The log this script came from (None for a sidecar-only primary)."""
+    seed_length: float = 0
+    """The header seedLength."""
+    header: SessionHeader = field(default_factory=SessionHeader)
+    """The whole header."""
+
+    def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
+        """The conformance JSON of this script."""
+        return {
+            "recordedId": self.recorded_id,
+            "createdAt": _num(self.created_at),
+            "entries": [e.to_json(with_origin=with_origin) for e in self.entries],
+            "primary": self.primary,
+        }

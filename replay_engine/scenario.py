@@ -1,0 +1,209 @@
+"""Load a scenario: a directory (SPEC section 1) or the DSH_SNAPSHOT_* variables."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .derive import LoadedLog, load_log
+from .errors import ScenarioNotFoundError
+from .logs import decode_line, header_from_value
+from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
+from .sidecar import SIDECAR_NAME, Sidecar, SidecarForm, apply_sidecar, load_sidecar
+
+PRIMARY_NAME = "session.jsonl"
+CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
+
+ENV_FILE = "DSH_SNAPSHOT_FILE"
+ENV_OVERRIDE = "DSH_SNAPSHOT_OVERRIDE"
+ENV_CHILDREN = "DSH_SNAPSHOT_CHILD_FILES"
+
+
+@dataclass(slots=True)
+class Scenario:
+    """Everything loaded from one scenario, ready to serve."""
+
+    scripts: list[SessionScript]
+    """Primary first, then children by (createdAt, recorded id)."""
+    headers: dict[str, SessionHeader]
+    """Each log's header, keyed by file name."""
+    config: ReplayConfig
+    """Where the files came from."""
+    root: Path | None = None
+    """The scenario directory, when loaded from one."""
+    sidecar_form: SidecarForm | None = None
+    """``list`` or ``patches`` when a sidecar was applied."""
+    derived_primary: list[ScriptEntry] | None = None
+    """The primary script before the sidecar (None when the log is absent)."""
+    watched: list[Path] = field(default_factory=list)
+    """Files whose change should trigger a reload."""
+
+    def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
+        """The conformance shape: ``{"ok": true, "scripts": [...], "headers": {...}}``."""
+        return {
+            "ok": True,
+            "scripts": [s.to_json(with_origin=with_origin) for s in self.scripts],
+            "headers": {name: h.to_json() for name, h in self.headers.items()},
+        }
+
+
+def config_from_directory(path: str | Path) -> ReplayConfig:
+    """The config a scenario directory stands for."""
+    root = Path(path)
+    if not root.exists():
+        raise ScenarioNotFoundError(
+            f"{root}: no such scenario directory; pass a directory holding session.jsonl.",
+            file=str(root),
+        )
+    if not root.is_dir():
+        raise ScenarioNotFoundError(
+            f"{root}: not a directory; pass the scenario directory that holds session.jsonl.",
+            file=str(root),
+        )
+    children: list[tuple[int, str]] = []
+    for entry in os.scandir(root):
+        match = CHILD_RE.match(entry.name)
+        if match and entry.is_file():
+            children.append((int(match.group(1)), entry.path))
+    children.sort()
+    return ReplayConfig(
+        file=str(root / PRIMARY_NAME),
+        overrideFile=str(root / SIDECAR_NAME),
+        childFiles=[p for _, p in children],
+    )
+
+
+def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
+    """The config the harness variables stand for (SPEC section 1)."""
+    env = os.environ if env is None else env
+    children = env.get(ENV_CHILDREN, "")
+    return ReplayConfig(
+        file=env.get(ENV_FILE) or None,
+        overrideFile=env.get(ENV_OVERRIDE) or None,
+        childFiles=[p for p in children.split(os.pathsep) if p] if children else [],
+    )
+
+
+def _slice_start(seed: float) -> float:
+    return seed if math.isfinite(seed) else 0
+
+
+def _read_sidecar(config: ReplayConfig) -> Sidecar | None:
+    if not config.overrideFile:
+        return None
+    path = Path(config.overrideFile)
+    if not path.is_file():
+        return None
+    return load_sidecar(path)
+
+
+def _missing_primary(config: ReplayConfig) -> ScenarioNotFoundError:
+    where = config.file or f"${ENV_FILE}"
+    return ScenarioNotFoundError(
+        f"{where}: the primary session log is missing; record the scenario "
+        f"({PRIMARY_NAME}) or supply a bare-list {SIDECAR_NAME} that replaces its script.",
+        file=config.file,
+    )
+
+
+def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
+    """Load every script a config names, ordered and with the sidecar applied."""
+    sidecar = _read_sidecar(config)
+    primary_path = Path(config.file) if config.file else None
+    headers: dict[str, SessionHeader] = {}
+    derived: list[ScriptEntry] | None = None
+    watched: list[Path] = []
+    if primary_path is not None:
+        watched.append(primary_path)
+    if config.overrideFile:
+        watched.append(Path(config.overrideFile))
+    if primary_path is not None and primary_path.is_file():
+        if sidecar is not None and sidecar.form == "list":
+            # A replacement never reads the primary's events (SPEC 4a): only its header.
+            header = read_header(primary_path)
+        else:
+            loaded: LoadedLog = load_log(primary_path)
+            header, derived = loaded.header, loaded.entries
+        headers[primary_path.name] = header
+    elif sidecar is None or sidecar.form != "list":
+        raise _missing_primary(config)
+    else:
+        header = SessionHeader()
+    entries = apply_sidecar(derived, sidecar) if sidecar is not None else derived
+    assert entries is not None
+    primary = SessionScript(
+        recorded_id=header.id,
+        created_at=header.createdAt,
+        entries=entries,
+        primary=True,
+        file=str(primary_path) if primary_path is not None and primary_path.is_file() else None,
+        seed_length=header.seedLength,
+        header=header,
+    )
+    children: list[SessionScript] = []
+    for child in config.childFiles:
+        child_path = Path(child)
+        if not child_path.is_file():
+            raise ScenarioNotFoundError(
+                f"{child}: child session log not found; fix the path or remove it from the "
+                "child files.",
+                file=child,
+            )
+        watched.append(child_path)
+        loaded = load_log(child_path, seed_length=True)
+        headers[child_path.name] = loaded.header
+        children.append(
+            SessionScript(
+                recorded_id=loaded.header.id,
+                created_at=loaded.header.createdAt,
+                entries=loaded.entries,
+                primary=False,
+                file=str(child_path),
+                seed_length=loaded.header.seedLength,
+                header=loaded.header,
+            )
+        )
+    children.sort(key=lambda s: (s.created_at, s.recorded_id))
+    return Scenario(
+        scripts=[primary, *children],
+        headers=headers,
+        config=config,
+        root=root,
+        sidecar_form=sidecar.form if sidecar is not None else None,
+        derived_primary=derived,
+        watched=watched,
+    )
+
+
+def read_header(path: Path) -> SessionHeader:
+    """Read only the header line of a log."""
+    file = str(path)
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            blank, value = decode_line(raw, file, number)
+            if not blank:
+                return header_from_value(value, file, number)
+    return SessionHeader()
+
+
+def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> Scenario:
+    """Load a scenario directory, or (None / a mapping) the DSH_SNAPSHOT_* variables."""
+    if path_or_env is None or isinstance(path_or_env, Mapping):
+        return load_scenario_config(config_from_env(path_or_env))
+    root = Path(path_or_env)
+    return load_scenario_config(config_from_directory(root), root=root)
+
+
+def load_session_scripts(config: ReplayConfig) -> list[SessionScript]:
+    """The ordered scripts of a config (primary first, then children)."""
+    return load_scenario_config(config).scripts
+
+
+def load_replay_script(config: ReplayConfig) -> list[ScriptEntry]:
+    """The primary script only, sidecar applied."""
+    return load_scenario_config(config.model_copy(update={"childFiles": []})).scripts[0].entries

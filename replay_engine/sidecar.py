@@ -1,0 +1,202 @@
+"""The ``replay.override.json`` sidecar: parse, validate completely, apply (SPEC section 4)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import SidecarError
+from .models import (
+    AnyEntry,
+    OverrideDocument,
+    ReplayEntry,
+    ScriptEntry,
+)
+
+SIDECAR_NAME = "replay.override.json"
+_ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
+_entries_adapter: TypeAdapter[list[AnyEntry]] = TypeAdapter(list[ReplayEntry])
+
+SidecarForm = Literal["list", "patches"]
+_FIX = (
+    "Entries are {\"kind\":\"chunks\",\"chunks\":[…]}, {\"kind\":\"throw\",\"chunks\":[…],"
+    "\"message\":…,\"code\":…} or {\"kind\":\"hang\",\"readyFile\"?:…}, with exactly those keys."
+)
+
+
+@dataclass(slots=True)
+class Sidecar:
+    """A validated sidecar: a bare list of entries or a list of (at, entry) patches."""
+
+    form: SidecarForm
+    entries: list[AnyEntry]
+    patches: list[tuple[int, AnyEntry]]
+    file: str
+
+
+def _render_loc(loc: tuple[int | str, ...], form: SidecarForm) -> str:
+    parts: list[str] = []
+    items = list(loc)
+    i = 0
+    entry_next = False
+    if form == "list" and items:
+        parts.append(f"entry {items[0]}")
+        entry_next = True
+        i = 1
+    elif form == "patches":
+        if items[:1] == ["patches"]:
+            i = 1
+            if len(items) > 1:
+                parts.append(f"patch {items[1]}")
+                i = 2
+            else:
+                parts.append("patches")
+    while i < len(items):
+        seg = items[i]
+        if entry_next and isinstance(seg, str) and seg in _ENTRY_KINDS:
+            entry_next = False
+            i += 1
+            continue
+        entry_next = False
+        if isinstance(seg, int):
+            if parts:
+                parts[-1] += f"[{seg}]"
+            else:
+                parts.append(f"[{seg}]")
+        else:
+            parts.append(seg)
+            if seg == "entry":
+                entry_next = True
+        i += 1
+    return ".".join(parts) if parts else "document"
+
+
+def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
+    out: list[str] = []
+    for err in exc.errors(include_url=False):
+        message = str(err["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            message = "unknown key (entries take exactly the keys of their kind)"
+        elif err["type"] == "union_tag_invalid":
+            message = f"kind {err['input'].get('kind')!r} is not one of chunks, throw, hang"
+        elif err["type"] == "union_tag_not_found":
+            message = "missing kind (chunks, throw or hang)"
+        out.append(f"{_render_loc(tuple(err['loc']), form)}: {message}")
+    return out
+
+
+def _fail(file: str, problems: list[str]) -> SidecarError:
+    detail = "\n  ".join(problems)
+    err = SidecarError(
+        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n  {detail}\n{_FIX}",
+        file=file,
+        location=problems[0].split(":", 1)[0] if problems else None,
+    )
+    err.problems = problems  # type: ignore[attr-defined]
+    return err
+
+
+def parse_sidecar_text(text: str, file: str) -> Sidecar:
+    """Validate sidecar text completely; every problem is listed in the error."""
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise SidecarError(
+            f"{file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}). {_FIX}",
+            file=file,
+            line=exc.lineno,
+        ) from None
+    except ValueError as exc:
+        raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
+    return validate_sidecar(doc, file)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def validate_sidecar(doc: Any, file: str) -> Sidecar:
+    """Validate an already-decoded sidecar document."""
+    if isinstance(doc, list):
+        try:
+            entries = _entries_adapter.validate_python(doc)
+        except ValidationError as exc:
+            raise _fail(file, _problems(exc, "list")) from None
+        return Sidecar("list", entries, [], file)
+    if isinstance(doc, dict):
+        if set(doc) != {"patches"}:
+            extra = sorted(set(doc) - {"patches"})
+            what = f"unknown key(s) {', '.join(extra)}" if extra else "missing key patches"
+            raise _fail(file, [f"document: {what}; the object form is exactly {{\"patches\": [...]}}"])
+        try:
+            parsed = OverrideDocument.model_validate(doc)
+        except ValidationError as exc:
+            raise _fail(file, _problems(exc, "patches")) from None
+        seen: dict[int, int] = {}
+        problems: list[str] = []
+        for i, patch in enumerate(parsed.patches):
+            if patch.at in seen:
+                problems.append(f"patch {i}.at: {patch.at} already patched by patch {seen[patch.at]}")
+            seen.setdefault(patch.at, i)
+        if problems:
+            raise _fail(file, problems)
+        return Sidecar("patches", [], [(p.at, p.entry) for p in parsed.patches], file)
+    raise _fail(
+        file,
+        [f"document: expected a list of entries or {{\"patches\": [...]}}, got {type(doc).__name__}"],
+    )
+
+
+def load_sidecar(path: str | Path) -> Sidecar:
+    """Read and validate a sidecar file."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SidecarError(f"{file}: cannot read the sidecar ({exc.strerror}).", file=file) from None
+    except UnicodeDecodeError:
+        raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
+    return parse_sidecar_text(text, file)
+
+
+def validate_entry(doc: Any, where: str = "entry") -> AnyEntry:
+    """Validate one entry (the override editor uses this); locations start at ``where``."""
+    try:
+        return _entries_adapter.validate_python([doc])[0]
+    except ValidationError as exc:
+        problems = [where + p.removeprefix("entry 0") for p in _problems(exc, "list")]
+        raise _fail(where, problems) from None
+
+
+def apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[ScriptEntry]:
+    """The effective primary script: replacement, or derived with patches applied in order."""
+    if sidecar.form == "list":
+        return [ScriptEntry(entry=e, origin="replaced") for e in sidecar.entries]
+    assert derived is not None
+    out = list(derived)
+    length = len(derived)
+    for i, (at, entry) in enumerate(sidecar.patches):
+        if at > length:
+            raise SidecarError(
+                f"{sidecar.file}: patch {i}.at: {at} is past the end of the derived primary "
+                f"script, which has {length} call(s); use 0..{length - 1} to replace a call or "
+                f"{length} to append one.",
+                file=sidecar.file,
+                location=f"patch {i}.at",
+            )
+        if at == len(out):
+            out.append(ScriptEntry(entry=entry, origin="appended"))
+        elif at >= length:
+            out[at] = ScriptEntry(entry=entry, origin="appended")
+        else:
+            old = out[at]
+            out[at] = ScriptEntry(
+                entry=entry, origin="patched", call_key=old.call_key, lines=old.lines
+            )
+    return out

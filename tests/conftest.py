@@ -1,0 +1,24 @@
+"""Shared fixtures: where the sample scenarios and the conformance corpus live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_scenarios"
+
+
+def conformance_dir() -> Path | None:
+    """The shared conformance corpus, if present."""
+    configured = os.environ.get("DSH_REPLAY_CONFORMANCE_DIR")
+    path = Path(configured) if configured else ROOT.parent / "shared" / "conformance"
+    return path if (path / "scenarios").is_dir() else None
+
+
+@pytest.fixture
+def samples() -> Path:
+    """The bundled sample scenarios."""
+    return SAMPLES

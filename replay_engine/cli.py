@@ -11,11 +11,21 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from .derive import load_log
 from .errors import ReplayError
 from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
-from .scenario import Scenario, load_scenario
+from .scenario import (
+    Scenario,
+    config_from_directory,
+    load_child_log,
+    load_scenario,
+    load_scenario_config,
+    read_header,
+)
+from .sidecar import load_sidecar
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -34,13 +44,14 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     chunks = entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else []
     finish: str | None = None
     text: list[str] = []
-    tools: list[str] = []
+    tools: dict[tuple[Any, Any], str] = {}
     for chunk in chunks:
         kind = chunk.get("type")
         if kind == "text-delta" and isinstance(chunk.get("text"), str):
             text.append(chunk["text"])
         elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str):
-            tools.append(chunk["name"])
+            # A name repeated on every delta of one tool block names one call.
+            tools.setdefault((chunk.get("index"), chunk.get("id")), chunk["name"])
         elif kind == "block-end":
             block = chunk.get("block")
             if isinstance(block, dict) and not text and block.get("type") == "text":
@@ -57,7 +68,7 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     if joined:
         parts.append(joined if len(joined) <= width else joined[: width - 1] + "…")
     if tools:
-        parts.append("tools: " + ", ".join(tools))
+        parts.append("tools: " + ", ".join(tools.values()))
     if isinstance(entry, ThrowEntry):
         parts.append(f"throws {entry.code}: {entry.message}")
         finish = finish or f"throw {entry.code}"
@@ -75,6 +86,13 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     }
 
 
+def _number(value: float) -> str:
+    """A JSON number as people write it: integral values without a fraction or exponent."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def render_scenario(scenario: Scenario) -> str:
     """The human ``inspect`` view."""
     lines: list[str] = []
@@ -83,17 +101,19 @@ def render_scenario(scenario: Scenario) -> str:
                  + (f", sidecar ({scenario.sidecar_form})" if scenario.sidecar_form else ""))
     for i, script in enumerate(scenario.scripts):
         role = "primary" if script.primary else "child"
-        seed = f", seedLength {script.seed_length:g}" if script.seed_length else ""
+        seed = f", seedLength {_number(script.seed_length)}" if script.seed_length else ""
         lines.append(
-            f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt {script.created_at:g}"
-            f"{seed}  file {script.file or '-'}  calls {len(script.entries)}"
+            f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt "
+            f"{_number(script.created_at)}{seed}  file {script.file or '-'}  "
+            f"calls {len(script.entries)}"
         )
-        for j, item in enumerate(script.entries):
-            s = summarize_entry(item)
-            key = f" {s['callKey']}" if s["callKey"] else ""
+        summaries = [summarize_entry(item) for item in script.entries]
+        key_width = max((len(s["callKey"] or "-") for s in summaries), default=1)
+        for j, s in enumerate(summaries):
+            key = s["callKey"] or "-"
             lines.append(
-                f"    #{j}{key} {s['kind']:<6} {s['origin']:<8} {s['chunks']:>5} chunks"
-                f"  finish={s['finish'] or '-'}  {s['summary']}"
+                f"    #{j:<3} {key:<{key_width}} {s['kind']:<6} {s['origin']:<8} {s['chunks']:>5} "
+                f"chunks  finish={s['finish'] or '-'}  {s['summary']}"
             )
     return "\n".join(lines)
 
@@ -113,30 +133,45 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_bare_list(path: Path) -> bool:
+    """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
+    try:
+        return path.read_text(encoding="utf-8").lstrip().startswith("[")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def validate_scenario(path: str) -> list[str]:
-    """Every problem found in a scenario (empty when it loads and is servable)."""
-    from pathlib import Path
+    """Every problem found in a scenario (empty when it loads and is servable).
 
-    from .derive import load_log
-    from .scenario import config_from_directory, load_scenario_config
-    from .sidecar import load_sidecar
-
-    problems: list[str] = []
+    Each file is checked on its own so one bad file does not hide the others.
+    """
     try:
         config = config_from_directory(path)
     except ReplayError as exc:
         return [exc.message]
-    # Check each file on its own so one bad file does not hide the others.
-    logs = [config.file, *config.childFiles]
-    for log_path in logs:
-        if log_path and Path(log_path).is_file():
-            try:
-                load_log(log_path)
-            except ReplayError as exc:
-                problems.append(exc.message)
-    if config.overrideFile and Path(config.overrideFile).is_file():
+    problems: list[str] = []
+    sidecar = Path(config.overrideFile) if config.overrideFile else None
+    has_sidecar = sidecar is not None and sidecar.is_file()
+    replaces = sidecar is not None and has_sidecar and _is_bare_list(sidecar)
+    primary = Path(config.file) if config.file else None
+    derived_length: int | None = None
+    if primary is not None and primary.is_file():
         try:
-            load_sidecar(config.overrideFile)
+            if replaces:
+                read_header(primary)  # a replacement never reads the primary's events
+            else:
+                derived_length = len(load_log(primary).entries)
+        except ReplayError as exc:
+            problems.append(exc.message)
+    for child in config.childFiles:
+        try:
+            load_child_log(Path(child))
+        except ReplayError as exc:
+            problems.append(exc.message)
+    if sidecar is not None and has_sidecar:
+        try:
+            load_sidecar(sidecar, derived_length=derived_length)
         except ReplayError as exc:
             problems.append(exc.message)
     if not problems:

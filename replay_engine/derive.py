@@ -87,10 +87,11 @@ class Deriver:
         if not chunks or not isinstance(chunks[-1], dict) or chunks[-1].get("type") != "finish":
             where = f"{self.file or '<log>'}:{self._first_line}-{self._last_line}"
             raise DerivationError(
-                f"{where}: model call {key} ended without a finish chunk (the stream threw "
-                "while recording); this scenario needs a replay.override.json sidecar that "
-                f"replaces that call with a throw or hang entry (e.g. dsh-replay override "
-                "SCENARIO --at N --throw MESSAGE --code CODE).",
+                f"{where}: model call {key} (call #{len(self.entries)} of the script) ended "
+                "without a finish chunk: the stream threw while it was recorded, so the call "
+                "cannot be derived. This scenario needs a replay.override.json sidecar holding "
+                "a bare list of entries that replaces the derived script, with a throw or hang "
+                "entry for that call (a patches sidecar cannot help: derivation fails first).",
                 call_key=key,
                 file=self.file,
                 line=self._last_line,

@@ -145,8 +145,12 @@ def expand_packed_row(
         raise _packed_error(file, line, f"data.{payload_key} must be a non-empty list of strings")
     dt = data["dt"]
     if not isinstance(dt, list) or len(dt) != len(payload) - 1:
+        got = f"a list of {len(dt)}" if isinstance(dt, list) else repr(dt)
         raise _packed_error(
-            file, line, f"data.dt must be a list of {len(payload) - 1} integer(s), one per gap"
+            file,
+            line,
+            f"data.dt must be a list of {len(payload) - 1} integer(s), one per gap between the "
+            f"{len(payload)} member(s) of data.{payload_key} (got {got})",
         )
     gaps: list[int] = []
     for gap in dt:

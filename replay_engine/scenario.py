@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .derive import LoadedLog, load_log
-from .errors import ScenarioNotFoundError
+from .errors import DerivationError, ScenarioNotFoundError
 from .logs import decode_line, header_from_value
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .sidecar import SIDECAR_NAME, Sidecar, SidecarForm, apply_sidecar, load_sidecar
@@ -155,7 +155,7 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
                 file=child,
             )
         watched.append(child_path)
-        loaded = load_log(child_path, seed_length=True)
+        loaded = load_child_log(child_path)
         headers[child_path.name] = loaded.header
         children.append(
             SessionScript(
@@ -178,6 +178,25 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
         derived_primary=derived,
         watched=watched,
     )
+
+
+def load_child_log(path: Path) -> LoadedLog:
+    """Load a child log from its ``seedLength`` on; an unfinished call says sidecars cannot help."""
+    try:
+        return load_log(path, seed_length=True)
+    except DerivationError as exc:
+        if exc.code != "UNFINISHED_CALL":
+            raise
+        head = exc.message.split(" This scenario needs", 1)[0]
+        raise DerivationError(
+            f"{head} This is a child (subagent) log and replay.override.json applies only to "
+            "the primary session, so re-record the scenario or end that call in the child log "
+            'with a finish chunk (e.g. {"type":"finish","reason":{"kind":"error"}}).',
+            call_key=exc.call_key,
+            file=exc.file,
+            line=exc.line,
+            code=exc.code,
+        ) from None
 
 
 def read_header(path: Path) -> SessionHeader:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from .models import (
     OverrideDocument,
     ReplayEntry,
     ScriptEntry,
+    as_safe_integer,
 )
 
 SIDECAR_NAME = "replay.override.json"
@@ -75,19 +77,37 @@ def _render_loc(loc: tuple[int | str, ...], form: SidecarForm) -> str:
     return ".".join(parts) if parts else "document"
 
 
+_PLAIN_MESSAGES: dict[str, str] = {
+    "missing": "missing required key",
+    "string_too_short": "must be a non-empty string",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "greater_than_equal": "must be an integer >= 0",
+}
+
+
 def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
     out: list[str] = []
     for err in exc.errors(include_url=False):
         message = str(err["msg"])
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
-        if err["type"] == "extra_forbidden":
+        loc = _render_loc(tuple(err["loc"]), form)
+        kind = err["type"]
+        if kind == "extra_forbidden":
             message = "unknown key (entries take exactly the keys of their kind)"
-        elif err["type"] == "union_tag_invalid":
+        elif kind == "union_tag_invalid":
             message = f"kind {err['input'].get('kind')!r} is not one of chunks, throw, hang"
-        elif err["type"] == "union_tag_not_found":
+        elif kind == "union_tag_not_found":
             message = "missing kind (chunks, throw or hang)"
-        out.append(f"{_render_loc(tuple(err['loc']), form)}: {message}")
+        elif kind in _PLAIN_MESSAGES:
+            message = _PLAIN_MESSAGES[kind]
+        if message.startswith("readyFile"):
+            loc += ".readyFile"
+        out.append(f"{loc}: {message}")
     return out
 
 
@@ -102,7 +122,7 @@ def _fail(file: str, problems: list[str]) -> SidecarError:
     return err
 
 
-def parse_sidecar_text(text: str, file: str) -> Sidecar:
+def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None) -> Sidecar:
     """Validate sidecar text completely; every problem is listed in the error."""
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
@@ -114,15 +134,54 @@ def parse_sidecar_text(text: str, file: str) -> Sidecar:
         ) from None
     except ValueError as exc:
         raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
-    return validate_sidecar(doc, file)
+    return validate_sidecar(doc, file, derived_length=derived_length)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def validate_sidecar(doc: Any, file: str) -> Sidecar:
-    """Validate an already-decoded sidecar document."""
+def _raw_at_problems(doc: dict[str, Any], derived_length: int | None) -> list[str]:
+    """Duplicate and out-of-range ``at`` values, read from the raw document so they are
+    reported alongside every other problem."""
+    patches = doc.get("patches")
+    if not isinstance(patches, list):
+        return []
+    problems: list[str] = []
+    seen: dict[int, int] = {}
+    for i, patch in enumerate(patches):
+        at = as_safe_integer(patch.get("at")) if isinstance(patch, dict) else None
+        if at is None or at < 0:
+            continue
+        if at in seen:
+            problems.append(
+                f"patch {i}.at: {at} is already patched by patch {seen[at]}; each at may appear "
+                "once"
+            )
+        else:
+            seen[at] = i
+        if derived_length is not None and at > derived_length:
+            problems.append(_past_end(i, at, derived_length))
+    return problems
+
+
+def _past_end(i: int, at: int, length: int) -> str:
+    replace = f"0..{length - 1} to replace a call or " if length else ""
+    return (
+        f"patch {i}.at: {at} is past the end of the derived primary script, which has "
+        f"{length} call(s); use {replace}{length} to append one"
+    )
+
+
+def _location_order(problem: str) -> tuple[int, str]:
+    head = problem.split(":", 1)[0]
+    match = re.match(r"(?:patch|entry) (\d+)", head)
+    return (int(match.group(1)) if match else -1, head)
+
+
+def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) -> Sidecar:
+    """Validate an already-decoded sidecar document; with ``derived_length`` also check that
+    every ``at`` fits the derived primary script."""
     if isinstance(doc, list):
         try:
             entries = _entries_adapter.validate_python(doc)
@@ -134,18 +193,14 @@ def validate_sidecar(doc: Any, file: str) -> Sidecar:
             extra = sorted(set(doc) - {"patches"})
             what = f"unknown key(s) {', '.join(extra)}" if extra else "missing key patches"
             raise _fail(file, [f"document: {what}; the object form is exactly {{\"patches\": [...]}}"])
+        problems = _raw_at_problems(doc, derived_length)
+        parsed: OverrideDocument | None = None
         try:
             parsed = OverrideDocument.model_validate(doc)
         except ValidationError as exc:
-            raise _fail(file, _problems(exc, "patches")) from None
-        seen: dict[int, int] = {}
-        problems: list[str] = []
-        for i, patch in enumerate(parsed.patches):
-            if patch.at in seen:
-                problems.append(f"patch {i}.at: {patch.at} already patched by patch {seen[patch.at]}")
-            seen.setdefault(patch.at, i)
-        if problems:
-            raise _fail(file, problems)
+            problems += _problems(exc, "patches")
+        if problems or parsed is None:
+            raise _fail(file, sorted(problems, key=_location_order))
         return Sidecar("patches", [], [(p.at, p.entry) for p in parsed.patches], file)
     raise _fail(
         file,
@@ -153,8 +208,8 @@ def validate_sidecar(doc: Any, file: str) -> Sidecar:
     )
 
 
-def load_sidecar(path: str | Path) -> Sidecar:
-    """Read and validate a sidecar file."""
+def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Sidecar:
+    """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -162,7 +217,7 @@ def load_sidecar(path: str | Path) -> Sidecar:
         raise SidecarError(f"{file}: cannot read the sidecar ({exc.strerror}).", file=file) from None
     except UnicodeDecodeError:
         raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
-    return parse_sidecar_text(text, file)
+    return parse_sidecar_text(text, file, derived_length=derived_length)
 
 
 def validate_entry(doc: Any, where: str = "entry") -> AnyEntry:
@@ -181,15 +236,10 @@ def apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[S
     assert derived is not None
     out = list(derived)
     length = len(derived)
-    for i, (at, entry) in enumerate(sidecar.patches):
-        if at > length:
-            raise SidecarError(
-                f"{sidecar.file}: patch {i}.at: {at} is past the end of the derived primary "
-                f"script, which has {length} call(s); use 0..{length - 1} to replace a call or "
-                f"{length} to append one.",
-                file=sidecar.file,
-                location=f"patch {i}.at",
-            )
+    past = [_past_end(i, at, length) for i, (at, _) in enumerate(sidecar.patches) if at > length]
+    if past:
+        raise _fail(sidecar.file, past)
+    for at, entry in sidecar.patches:
         if at == len(out):
             out.append(ScriptEntry(entry=entry, origin="appended"))
         elif at >= length:

@@ -1,0 +1,473 @@
+"""Author ``replay.override.json``: edit a draft of the primary's sidecar, preview it, save it.
+
+The draft starts from a loaded :class:`~replay_engine.scenario.Scenario` and the
+sidecar file as it is on disk. Its form follows the file: ``patches`` when the
+file is new or already in that form, a bare list stays a bare list. Every edit
+is validated with the models that load sidecars, and :meth:`OverrideDraft.save`
+validates the whole document again before writing it atomically.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .authoring_files import Rename, atomic_write, fingerprint
+from .authoring_json import locate, parse_location
+from .derive import load_log
+from .errors import ConfigError, ReplayError, SidecarError
+from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
+from .scenario import Scenario
+from .sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
+
+__all__ = [
+    "BACKUP_SUFFIX",
+    "ChunkChange",
+    "EntryComparison",
+    "EntryProblem",
+    "EntryTextError",
+    "OverrideDraft",
+    "SavedSidecar",
+    "atomic_write",
+    "diff_chunks",
+    "fingerprint",
+    "parse_entry_text",
+]
+
+BACKUP_SUFFIX = ".bak"
+EDIT_CODE = "OVERRIDE_EDIT"
+CHANGED_CODE = "SIDECAR_CHANGED"
+
+
+@dataclass(frozen=True, slots=True)
+class EntryProblem:
+    """One problem of an entry typed as JSON, with where it is in the text."""
+
+    location: str
+    """JSON location inside the entry, e.g. ``chunks[3].type`` (empty for the whole entry)."""
+    line: int
+    """1-based line in the text."""
+    column: int
+    """1-based column in the text."""
+    message: str
+    """What is wrong."""
+
+
+class EntryTextError(SidecarError):
+    """Entry JSON (editor pane or ``--chunks-file``) that is not JSON or not a valid entry."""
+
+    def __init__(self, source: str, problems: list[EntryProblem]) -> None:
+        lines = [
+            f"{source}:{p.line}:{p.column}: {p.location + ': ' if p.location else ''}{p.message}"
+            for p in problems
+        ]
+        hint = (
+            'Give a list of chunks, or an entry: {"kind":"chunks","chunks":[…]}, '
+            '{"kind":"throw","chunks":[…],"message":…,"code":…} or {"kind":"hang","readyFile"?:…}.'
+        )
+        super().__init__("\n".join(lines) + "\n" + hint, file=source,
+                         line=problems[0].line if problems else None,
+                         location=problems[0].location if problems else None)
+        self.problems = problems
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
+    """An entry from JSON text: a list of chunks (a ``chunks`` entry) or a whole entry object."""
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise EntryTextError(
+            source, [EntryProblem("", exc.lineno, exc.colno, f"not valid JSON ({exc.msg})")]
+        ) from None
+    except ValueError as exc:
+        raise EntryTextError(source, [EntryProblem("", 1, 1, f"not valid JSON ({exc})")]) from None
+    bare = isinstance(doc, list)
+    candidate = {"kind": "chunks", "chunks": doc} if bare else doc
+    try:
+        return validate_entry(candidate, "entry")
+    except SidecarError as exc:
+        raw: list[str] = getattr(exc, "problems", None) or [exc.message]
+        problems: list[EntryProblem] = []
+        for item in raw:
+            where, _, message = item.partition(": ")
+            location = where.removeprefix("entry").lstrip(".")
+            path = parse_location(location)
+            if bare:
+                path = path[1:] if path[:1] == ("chunks",) else ()
+                location = location.removeprefix("chunks")
+            line, column = locate(text, path) or (1, 1)
+            problems.append(EntryProblem(location, line, column, message))
+        raise EntryTextError(source, problems) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkChange:
+    """One line of a chunk-level difference between the derived and the effective call."""
+
+    op: Literal["same", "removed", "added"]
+    """Kept, only in the derived call, or only in the effective call."""
+    chunk: dict[str, Any]
+    """The chunk."""
+
+
+def _chunk_key(chunk: dict[str, Any]) -> str:
+    return json.dumps(chunk, sort_keys=True, ensure_ascii=False)
+
+
+def diff_chunks(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[ChunkChange]:
+    """Chunk-by-chunk difference of two calls (a longest-common-subsequence alignment)."""
+    a = [_chunk_key(c) for c in old]
+    b = [_chunk_key(c) for c in new]
+    out: list[ChunkChange] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(ChunkChange("same", c) for c in new[j1:j2])
+            continue
+        out.extend(ChunkChange("removed", c) for c in old[i1:i2])
+        out.extend(ChunkChange("added", c) for c in new[j1:j2])
+    return out
+
+
+def _chunks_of(entry: AnyEntry | None) -> list[dict[str, Any]] | None:
+    return entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryComparison:
+    """One call of the preview: the derived entry beside the effective one."""
+
+    index: int
+    """Call index in the primary script."""
+    derived: ScriptEntry | None
+    """The entry derived from the log (None past its end or without a log)."""
+    effective: ScriptEntry | None
+    """The entry served with the draft applied (None when a list entry was removed)."""
+    edited: bool
+    """The draft holds an entry at this index (a patch, or a bare-list entry)."""
+    changed: bool
+    """Derived and effective JSON differ."""
+    notes: tuple[str, ...]
+    """Entry-level differences (kind, message, code, readyFile)."""
+    chunk_changes: tuple[ChunkChange, ...]
+    """Chunk-level difference when both sides carry chunks and they differ."""
+
+
+def _notes(derived: AnyEntry | None, effective: AnyEntry | None) -> tuple[str, ...]:
+    if derived is None or effective is None:
+        return ("added",) if derived is None else ("removed",)
+    notes: list[str] = []
+    if derived.kind != effective.kind:
+        notes.append(f"kind {derived.kind} -> {effective.kind}")
+    for name in ("message", "code", "readyFile"):
+        before, after = getattr(derived, name, None), getattr(effective, name, None)
+        if before != after and after is not None:
+            notes.append(f"{name} {after!r}")
+    return tuple(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSidecar:
+    """What :meth:`OverrideDraft.save` wrote, so a file watcher can recognise its own write."""
+
+    path: Path
+    """The sidecar written."""
+    data: bytes
+    """The exact bytes now in the file."""
+    sha256: str
+    """Hex digest of ``data`` (compare with :func:`fingerprint`)."""
+    backup: Path | None
+    """Where the previous file was kept (None when there was none or nothing changed)."""
+    written: bool
+    """False when the file already held exactly these bytes (nothing was touched)."""
+
+    def is_current(self) -> bool:
+        """True while the file still holds what was saved (a watcher may skip reloading it)."""
+        return fingerprint(self.path) == self.sha256
+
+
+def _edit_error(message: str, path: Path, location: str) -> SidecarError:
+    return SidecarError(f"{path}: {message}", file=str(path), location=location, code=EDIT_CODE)
+
+
+class OverrideDraft:
+    """An editable copy of the primary's sidecar, with preview and atomic save."""
+
+    def __init__(
+        self,
+        path: Path,
+        form: SidecarForm,
+        derived: list[ScriptEntry] | None,
+        *,
+        entries: list[AnyEntry] | None = None,
+        patches: list[tuple[int, AnyEntry]] | None = None,
+        base_digest: str | None = None,
+        derived_note: str | None = None,
+    ) -> None:
+        if form == "patches" and derived is None:
+            raise SidecarError(
+                f"{path}: a patches sidecar needs the derived primary script, but the primary "
+                "log is missing; record session.jsonl or use a bare-list sidecar.",
+                file=str(path),
+            )
+        self.path = path
+        self.form: SidecarForm = form
+        self.derived = derived
+        self.derived_note = derived_note
+        self._entries: list[AnyEntry] = list(entries or [])
+        self._patches: list[tuple[int, AnyEntry]] = list(patches or [])
+        self._base_digest = base_digest
+        self._saved_text = self.render()
+
+    @classmethod
+    def open(cls, scenario: Scenario) -> OverrideDraft:
+        """A draft of the scenario's sidecar as it is on disk now (or an empty patches draft)."""
+        config = scenario.config
+        if not config.overrideFile:
+            raise ConfigError(
+                "this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
+                "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario directory.",
+                code=EDIT_CODE,
+            )
+        path = Path(config.overrideFile)
+        primary = Path(config.file) if config.file else None
+        sidecar: Sidecar | None = None
+        digest: str | None = None
+        if path.is_file():
+            data = path.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.",
+                                   file=str(path)) from None
+            sidecar = parse_sidecar_text(text, str(path))
+        form: SidecarForm = sidecar.form if sidecar is not None else "patches"
+        derived = scenario.derived_primary
+        note: str | None = None
+        if derived is None and primary is not None and primary.is_file():
+            try:
+                derived = load_log(primary).entries
+            except ReplayError as exc:
+                if form == "patches":
+                    raise
+                note = exc.message
+        if sidecar is None:
+            return cls(path, form, derived, base_digest=digest, derived_note=note)
+        return cls(path, form, derived, entries=sidecar.entries, patches=sidecar.patches,
+                   base_digest=digest, derived_note=note)
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def base_length(self) -> int:
+        """Entries an index may address before the append slot (derived or list length)."""
+        if self.form == "list":
+            return len(self._entries)
+        assert self.derived is not None
+        return len(self.derived)
+
+    @property
+    def patches(self) -> list[tuple[int, AnyEntry]]:
+        """The patches (patches form), in document order."""
+        return list(self._patches)
+
+    @property
+    def entries(self) -> list[AnyEntry]:
+        """The entries (bare-list form)."""
+        return list(self._entries)
+
+    def edited(self, index: int) -> bool:
+        """True when the draft holds an entry at ``index``."""
+        if self.form == "list":
+            return 0 <= index < len(self._entries)
+        return any(at == index for at, _ in self._patches)
+
+    def effective(self) -> list[ScriptEntry]:
+        """The primary script served once the draft is saved."""
+        if self.form == "list":
+            return [ScriptEntry(entry=e, origin="replaced") for e in self._entries]
+        return apply_sidecar(self.derived, Sidecar("patches", [], self._patches, str(self.path)))
+
+    def entry_at(self, index: int) -> AnyEntry | None:
+        """The effective entry at ``index`` (None past the end)."""
+        script = self.effective()
+        return script[index].entry if 0 <= index < len(script) else None
+
+    def recorded_chunks(self, index: int) -> list[dict[str, Any]]:
+        """Chunks a throw at ``index`` keeps a prefix of: the call's chunks entry, else the log's."""
+        current = self.entry_at(index)
+        if isinstance(current, ChunksEntry):
+            return current.chunks
+        if self.form == "patches" and self.derived is not None and index < len(self.derived):
+            derived = _chunks_of(self.derived[index].entry)
+            if derived is not None:
+                return derived
+        return _chunks_of(current) or []
+
+    def compare(self) -> list[EntryComparison]:
+        """The effective script beside the derived one, per call, with differences."""
+        derived = self.derived or []
+        script = self.effective()
+        out: list[EntryComparison] = []
+        for i in range(max(len(derived), len(script))):
+            d = derived[i] if i < len(derived) else None
+            e = script[i] if i < len(script) else None
+            dj = d.to_json() if d is not None else None
+            ej = e.to_json() if e is not None else None
+            changed = dj != ej
+            changes: tuple[ChunkChange, ...] = ()
+            before = _chunks_of(d.entry) if d is not None else None
+            after = _chunks_of(e.entry) if e is not None else None
+            if changed and before is not None and after is not None and before != after:
+                changes = tuple(diff_chunks(before, after))
+            out.append(EntryComparison(
+                i, d, e, self.edited(i), changed,
+                _notes(d.entry if d else None, e.entry if e else None) if changed else (), changes,
+            ))
+        return out
+
+    # -- editing ------------------------------------------------------------------------
+
+    def _check_index(self, index: int, what: str) -> None:
+        limit = self.base_length
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= limit:
+            base = "the bare-list sidecar has" if self.form == "list" else (
+                "the derived primary script has")
+            raise _edit_error(
+                f"call {index} does not exist: {base} {limit} call(s); {what} 0..{limit - 1} "
+                f"or {limit} to append one.", self.path, f"call {index}")
+
+    def put(self, index: int, entry: AnyEntry) -> None:
+        """Serve ``entry`` at ``index`` (``index == base_length`` appends)."""
+        self._check_index(index, "use")
+        if self.form == "list":
+            if index == len(self._entries):
+                self._entries.append(entry)
+            else:
+                self._entries[index] = entry
+            return
+        for k, (at, _) in enumerate(self._patches):
+            if at == index:
+                self._patches[k] = (index, entry)
+                return
+        position = next((k for k, (at, _) in enumerate(self._patches) if at > index),
+                        len(self._patches))
+        self._patches.insert(position, (index, entry))
+
+    def throw_here(self, index: int, message: str, code: str, prefix: int = 0) -> AnyEntry:
+        """Fail call ``index`` with ``code`` after the first ``prefix`` of its recorded chunks."""
+        self._check_index(index, "throw at")
+        chunks = self.recorded_chunks(index)
+        if isinstance(prefix, bool) or not isinstance(prefix, int) or not 0 <= prefix <= len(chunks):
+            raise _edit_error(
+                f"prefix {prefix} is out of range: call {index} has {len(chunks)} recorded "
+                f"chunk(s); keep 0..{len(chunks)} (0 fails before any chunk).",
+                self.path, f"call {index}")
+        entry = validate_entry({"kind": "throw", "chunks": list(chunks[:prefix]),
+                                "message": message, "code": code}, f"call {index}")
+        self.put(index, entry)
+        return entry
+
+    def hang_here(self, index: int, ready_file: str | None = None) -> AnyEntry:
+        """Make call ``index`` hang until cancelled, creating ``ready_file`` once it waits."""
+        self._check_index(index, "hang at")
+        doc: dict[str, Any] = {"kind": "hang"}
+        if ready_file is not None:
+            doc["readyFile"] = ready_file
+        entry = validate_entry(doc, f"call {index}")
+        self.put(index, entry)
+        return entry
+
+    def set_entry_text(self, index: int, text: str, source: str = "entry") -> AnyEntry:
+        """Serve the entry (or bare chunk list) given as JSON text at ``index``."""
+        self._check_index(index, "edit")
+        entry = parse_entry_text(text, source)
+        self.put(index, entry)
+        return entry
+
+    def append(self, entry: AnyEntry) -> int:
+        """Add a call after the last one (the retry slot after a throw); returns its index."""
+        index = self.base_length
+        if self.form == "patches" and self.edited(index):
+            raise _edit_error(
+                f"call {index} is already appended and a patches sidecar can append only one "
+                f"call (at = derived length {index}); replace it with --at {index} or remove it "
+                f"with --remove {index}.", self.path, f"call {index}")
+        self.put(index, entry)
+        return index
+
+    def remove(self, index: int) -> None:
+        """Drop the patch at ``index`` (back to the derived entry) or the bare-list entry."""
+        if self.form == "list":
+            if isinstance(index, bool) or not isinstance(index, int) or not (
+                    0 <= index < len(self._entries)):
+                raise _edit_error(
+                    f"call {index} does not exist: the bare-list sidecar has "
+                    f"{len(self._entries)} entr(y/ies); remove one of 0..{len(self._entries) - 1}.",
+                    self.path, f"call {index}")
+            del self._entries[index]
+            return
+        for k, (at, _) in enumerate(self._patches):
+            if at == index:
+                del self._patches[k]
+                return
+        patched = ", ".join(str(at) for at, _ in sorted(self._patches)) or "none"
+        raise _edit_error(
+            f"call {index} is not patched, so there is nothing to remove (patched calls: "
+            f"{patched}).", self.path, f"call {index}")
+
+    # -- the document -------------------------------------------------------------------
+
+    def document(self) -> Any:
+        """The sidecar as JSON data, in the draft's form."""
+        if self.form == "list":
+            return [entry_to_json(e) for e in self._entries]
+        return {"patches": [{"at": at, "entry": entry_to_json(e)} for at, e in self._patches]}
+
+    def render(self) -> str:
+        """The file text: 2-space JSON with a trailing newline."""
+        return json.dumps(self.document(), indent=2, ensure_ascii=False) + "\n"
+
+    @property
+    def dirty(self) -> bool:
+        """True when the draft differs from what was loaded or last saved."""
+        return self.render() != self._saved_text
+
+    def validate(self) -> Sidecar:
+        """Check the rendered document exactly as a load would; raises SidecarError."""
+        sidecar = parse_sidecar_text(self.render(), str(self.path))
+        if sidecar.form == "patches":
+            apply_sidecar(self.derived, sidecar)
+        return sidecar
+
+    def save(self, *, rename: Rename | None = None) -> SavedSidecar:
+        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits."""
+        self.validate()
+        text = self.render()
+        data = text.encode("utf-8")
+        digest = hashlib.sha256(data).hexdigest()
+        current = fingerprint(self.path)
+        if current != self._base_digest and current != digest:
+            raise SidecarError(
+                f"{self.path}: the file changed on disk since the editor opened it; reopen the "
+                "editor to start from the new content (nothing was written).",
+                file=str(self.path), code=CHANGED_CODE)
+        backup: Path | None = None
+        written = current != digest
+        if written:
+            if current is not None:
+                backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
+                atomic_write(backup, self.path.read_bytes(), rename=rename)
+            atomic_write(self.path, data, rename=rename)
+        self._base_digest = digest
+        self._saved_text = text
+        return SavedSidecar(self.path, data, digest, backup, written)

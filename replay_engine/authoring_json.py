@@ -1,0 +1,98 @@
+"""Where each value of a JSON text starts, so editor errors can point at a line and column.
+
+Only used on text that already parsed as JSON; it maps a path such as
+``("chunks", 3, "type")`` to the 1-based line and column of that value.
+"""
+
+from __future__ import annotations
+
+import json.decoder
+import re
+from collections.abc import Callable
+
+scanstring: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
+
+JsonPath = tuple[int | str, ...]
+
+
+def value_offsets(text: str) -> dict[JsonPath, int]:
+    """Offset of every value in ``text`` keyed by its path (the root is ``()``)."""
+    out: dict[JsonPath, int] = {}
+    _value(text, _WS.match(text, 0).end(), (), out)  # type: ignore[union-attr]
+    return out
+
+
+def _skip(text: str, pos: int) -> int:
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]
+
+
+def _value(text: str, pos: int, path: JsonPath, out: dict[JsonPath, int]) -> int:
+    out[path] = pos
+    char = text[pos : pos + 1]
+    if char == "{":
+        pos = _skip(text, pos + 1)
+        if text[pos : pos + 1] == "}":
+            return pos + 1
+        while True:
+            key, pos = scanstring(text, pos + 1)
+            pos = _skip(text, pos)  # at ':'
+            pos = _value(text, _skip(text, pos + 1), (*path, key), out)
+            pos = _skip(text, pos)
+            if text[pos : pos + 1] == ",":
+                pos = _skip(text, pos + 1)
+                continue
+            return pos + 1
+    if char == "[":
+        pos = _skip(text, pos + 1)
+        if text[pos : pos + 1] == "]":
+            return pos + 1
+        index = 0
+        while True:
+            pos = _skip(text, _value(text, pos, (*path, index), out))
+            index += 1
+            if text[pos : pos + 1] == ",":
+                pos = _skip(text, pos + 1)
+                continue
+            return pos + 1
+    if char == '"':
+        return scanstring(text, pos + 1)[1]
+    match = _SCALAR.match(text, pos)
+    return match.end() if match else pos + 1
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of an offset."""
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start + 1
+
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([0-9]+)\]")
+
+
+def parse_location(location: str) -> JsonPath:
+    """``entry.chunks[3].type`` (a sidecar error location, minus its first word) as a path."""
+    path: list[int | str] = []
+    for match in _SEGMENT.finditer(location):
+        if match.group(2) is not None:
+            path.append(int(match.group(2)))
+        else:
+            path.append(match.group(1))
+    return tuple(path)
+
+
+def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
+    """Line and column of the deepest existing value along ``path``."""
+    try:
+        offsets = value_offsets(text)
+    except (ValueError, IndexError):
+        return None
+    while True:
+        if path in offsets:
+            return line_col(text, offsets[path])
+        if not path:
+            return None
+        path = path[:-1]

@@ -1,0 +1,224 @@
+"""``dsh-replay serve``: serve a scenario over HTTP until Ctrl-C / SIGTERM, then give the verdict.
+
+The first stdout line is the base URL; one line per call goes to stderr; on
+shutdown the assert-consumed verdict is printed and the exit status is 0 when
+every script was consumed, 3 when not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from . import events as ev
+from .engine import DEFAULT_RUN, Pace, ReplayEngine
+from .errors import ConfigError
+from .models import ReplayConfig
+from .scenario import Scenario, load_scenario
+from .server import ReplayServer, is_loopback
+
+EXIT_NOT_CONSUMED = 3
+DEFAULT_PORT = 8765
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` subcommand."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a scenario to a live agent over HTTP (OpenAI/DeepSeek, native, control)",
+        description="Serve SCENARIO until Ctrl-C / SIGTERM. Prints the base URL first, one line "
+        "per call on stderr, and the assert-consumed verdict at the end (exit 0 consumed, 3 not).",
+    )
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario directory (holds session.jsonl)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--pace-ms", type=int, default=None, metavar="N",
+                   help="wait N ms before every chunk (default: the config's paceMs, else 0)")
+    p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
+                   help="replay the recorded gaps between chunks, scaled by SPEED (capped at 5 s)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="TOML or JSON with the provider catalog (providers) and paceMs")
+    p.add_argument("--ready-dir", default=None, metavar="DIR",
+                   help="where relative readyFile paths of hang entries resolve (default: cwd)")
+    p.add_argument("--url-file", default=None, metavar="FILE",
+                   help="also write the base URL to FILE (atomically)")
+    p.set_defaults(handler=run_serve)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(document)"
+
+
+def load_serve_config(path: str | Path) -> ReplayConfig:
+    """Read and validate a ``--config`` file (TOML, or JSON when it ends in .json)."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file ({exc.strerror}).",
+                          file=file) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}: the config file is not UTF-8 text.", file=file) from None
+    data: Any
+    if file.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
+                              f"({exc.msg}).", file=file, line=exc.lineno) from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
+                              file=file) from None
+    try:
+        config = ReplayConfig.model_validate(data)
+    except pydantic.ValidationError as exc:
+        problems = [f"{_location(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        first = exc.errors()[0]
+        raise ConfigError(
+            f"{file}: invalid config: " + "; ".join(problems)
+            + ". Expected keys: providers (a list of {id, name?, models?}) and paceMs.",
+            file=file, location=_location(tuple(first["loc"])),
+        ) from None
+    named = [k for k in ("file", "overrideFile", "childFiles")
+             if k in (data if isinstance(data, dict) else {})]
+    if named:
+        raise ConfigError(
+            f"{file}: {', '.join(named)}: serve takes the scenario from its SCENARIO argument; "
+            "remove these keys from the config file.", file=file, location=named[0])
+    return config
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temp file beside ``path``, fsync, and rename it over ``path``."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
+    """An observer printing one stderr line per call outcome."""
+
+    def where(run: str, session: str | None, script: int, call: int) -> str:
+        prefix = f"[run {run}] " if run != DEFAULT_RUN else ""
+        scripts = engine.scripts
+        total = len(scripts[script].entries) if script < len(scripts) else 0
+        name = "anonymous" if session is None else session
+        return f"{prefix}session {name} script {script} call {call + 1}/{total}"
+
+    def log(event: ev.EngineEvent) -> None:
+        line: str | None = None
+        if isinstance(event, ev.CallFinished):
+            line = f"{where(event.run, event.session, event.script_index, event.call_index)}: " \
+                   f"finished ({event.chunks} chunks)"
+        elif isinstance(event, ev.CallFailed):
+            line = f"{where(event.run, event.session, event.script_index, event.call_index)}: " \
+                   f"failed {event.code}: {event.message}"
+        elif isinstance(event, ev.CallCancelled):
+            line = f"{where(event.run, event.session, event.script_index, event.call_index)}: " \
+                   "cancelled"
+        elif isinstance(event, ev.HangWaiting):
+            line = f"{where(event.run, event.session, event.script_index, event.call_index)}: " \
+                   "hanging until cancelled" + (f" (readyFile {event.ready_file})"
+                                                if event.ready_file else "")
+        elif isinstance(event, ev.BindingFailed):
+            prefix = f"[run {event.run}] " if event.run != DEFAULT_RUN else ""
+            line = f"{prefix}refused {event.code}: {event.message}"
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
+
+    return log
+
+
+def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
+    """Assert-consumed over every run that bound a session (the default run when none did)."""
+    runs = [r for r in engine.runs() if engine.state(r).bindings] or [DEFAULT_RUN]
+    lines: list[str] = []
+    ok = True
+    for run in runs:
+        problems = engine.consumed_problems(run)
+        label = f"run {run}"
+        if problems:
+            ok = False
+            lines.append(f"replay NOT consumed ({label}):")
+            lines.extend(f"  - {p}" for p in problems)
+        else:
+            lines.append(f"replay consumed ({label})")
+    return ok, lines
+
+
+async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
+                 config: ReplayConfig | None) -> int:
+    engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir)
+    engine.subscribe(call_logger(engine))
+    path = args.scenario
+
+    def reload() -> Scenario:
+        fresh = load_scenario(path)
+        engine.reload(fresh.scripts)
+        return fresh
+
+    server = ReplayServer(engine, host=args.host, port=args.port,
+                          providers=config.providers if config else None,
+                          scenario=scenario, reload=reload)
+    try:
+        url = await server.start()
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}); pick "
+                          "another --port (0 picks a free one).") from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        print(url, flush=True)
+        if args.url_file:
+            write_atomic(args.url_file, url + "\n")
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await server.stop()
+    ok, lines = verdict(engine)
+    print("\n".join(lines), flush=True)
+    return 0 if ok else EXIT_NOT_CONSUMED
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Handler of ``dsh-replay serve``."""
+    config = load_serve_config(args.config) if args.config else None
+    pace_ms = args.pace_ms if args.pace_ms is not None else (config.paceMs if config else 0)
+    if pace_ms < 0:
+        raise ConfigError(f"--pace-ms {pace_ms}: must be a non-negative integer")
+    pace = Pace.parse(args.pace, pace_ms) if args.pace else Pace("fixed", pace_ms)
+    scenario = load_scenario(args.scenario)
+    if not is_loopback(args.host):
+        print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
+              "this address can drive the replay and read the recorded sessions.",
+              file=sys.stderr, flush=True)
+    return asyncio.run(_serve(args, scenario, pace, config))

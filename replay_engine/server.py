@@ -1,0 +1,407 @@
+"""The HTTP server a connected agent talks to (SPEC 8): OpenAI/DeepSeek, native NDJSON, control.
+
+``create_app`` builds the Starlette app over a ``ReplayEngine``; every route
+also exists under ``/runs/{run}/`` with its own bindings. ``ReplayServer``
+runs it with uvicorn inside an already running event loop (no signal
+handlers), and ``serve_scenario`` loads a scenario directory and serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import msgspec
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from .engine import DEFAULT_RUN, Pace, ReplayEngine, diff_scripts
+from .errors import ReplayError
+from .models import ModelConfig, ProviderConfig
+from .responses import CallCompletion, CallStream, NdjsonFormat, SseFormat
+from .scenario import Scenario, load_scenario
+from .wire_openai import error_body, status_for_code
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Request bodies larger than this answer 413."""
+
+DEFAULT_PROVIDERS = [ProviderConfig(id="replay", models=[ModelConfig(id="replay")])]
+"""What ``/v1/models`` lists when no provider catalog is configured."""
+
+_decode = msgspec.json.Decoder().decode
+
+
+class BadRequest(Exception):
+    """A request the server refuses before touching the engine (400 or 413)."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+
+    def response(self) -> JSONResponse:
+        """The JSON error answer."""
+        body = {"error": {"message": self.message, "type": "invalid_request_error",
+                          "code": self.code}}
+        return JSONResponse(body, status_code=self.status)
+
+
+async def read_json_body(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object ({} when empty); BadRequest when too big or malformed."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRequest(413, f"request body of {declared} bytes exceeds the "
+                         f"{MAX_BODY_BYTES // (1024 * 1024)} MiB limit", "BODY_TOO_LARGE")
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
+                             "MiB limit", "BODY_TOO_LARGE")
+        parts.append(part)
+    raw = b"".join(parts)
+    if not raw.strip():
+        return {}
+    try:
+        value = _decode(raw)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(400, f"request body is not valid JSON ({exc}); send one JSON object",
+                         "INVALID_JSON") from None
+    if not isinstance(value, dict):
+        raise BadRequest(400, f"request body must be a JSON object, got {type(value).__name__}",
+                         "INVALID_REQUEST")
+    return value
+
+
+def _error(exc: ReplayError, status: int | None = None) -> JSONResponse:
+    return JSONResponse(error_body(exc.message, exc.code),
+                        status_code=status or status_for_code(exc.code))
+
+
+def _session_field(body: dict[str, Any]) -> str | None:
+    value = body.get("sessionId")
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(400, f"sessionId must be a string, got {value!r}", "INVALID_REQUEST")
+    return value
+
+
+class _Handlers:
+    """The route endpoints, sharing one engine and its serving context."""
+
+    def __init__(self, engine: ReplayEngine, scenario: Scenario | None,
+                 providers: list[ProviderConfig] | None,
+                 reload: Callable[[], object] | None) -> None:
+        self.engine = engine
+        self.scenario = scenario
+        self.providers = providers if providers else DEFAULT_PROVIDERS
+        self.reload_fn = reload
+
+    @staticmethod
+    def run(request: Request) -> str:
+        return str(request.path_params.get("run", DEFAULT_RUN))
+
+    # -- model calls --------------------------------------------------------------------
+
+    async def chat_completions(self, request: Request) -> Response | Any:
+        try:
+            body = await read_json_body(request)
+        except BadRequest as bad:
+            return bad.response()
+        model = body.get("model") if isinstance(body.get("model"), str) else "replay"
+        session = request.headers.get("x-session-id") or None
+        try:
+            handle = self.engine.open_call(session, body.get("messages"), run=self.run(request),
+                                           model=model)
+        except ReplayError as exc:
+            return _error(exc)
+        if body.get("stream") is True:
+            return CallStream(handle, SseFormat(str(model)))
+        return CallCompletion(handle, str(model))
+
+    async def native_stream(self, request: Request) -> Response | Any:
+        try:
+            body = await read_json_body(request)
+            session = _session_field(body)
+        except BadRequest as bad:
+            return bad.response()
+        try:
+            handle = self.engine.open_call(session, body.get("messages"), run=self.run(request),
+                                           model=body.get("model") if isinstance(
+                                               body.get("model"), str) else None)
+        except ReplayError as exc:
+            return _error(exc)
+        return CallStream(handle, NdjsonFormat())
+
+    async def models(self, request: Request) -> Response:
+        data = [{"id": m.id, "object": "model", "created": 0, "owned_by": p.id}
+                for p in self.providers for m in p.models]
+        return JSONResponse({"object": "list", "data": data})
+
+    # -- control ------------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def scripts(self, request: Request) -> Response:
+        headers = ({n: h.to_json() for n, h in self.scenario.headers.items()}
+                   if self.scenario is not None else {})
+        return JSONResponse({
+            "ok": True,
+            "scripts": [s.to_json(with_origin=True) for s in self.engine.scripts],
+            "headers": headers,
+        })
+
+    async def state(self, request: Request) -> Response:
+        return JSONResponse(self.engine.state(self.run(request)).to_json())
+
+    async def journal(self, request: Request) -> Response:
+        run = self.run(request)
+        return JSONResponse({"run": run, "calls": [r.to_json() for r in self.engine.journal(run)]})
+
+    async def assert_consumed(self, request: Request) -> Response:
+        problems = self.engine.consumed_problems(self.run(request))
+        if problems:
+            return JSONResponse({"ok": False, "problems": problems}, status_code=409)
+        return JSONResponse({"ok": True})
+
+    async def reset(self, request: Request) -> Response:
+        self.engine.reset(self.run(request))
+        return JSONResponse({"ok": True})
+
+    async def cancel(self, request: Request) -> Response:
+        try:
+            body = await read_json_body(request)
+            session = _session_field(body)
+        except BadRequest as bad:
+            return bad.response()
+        run = self.run(request)
+        if "sessionId" in body:
+            count = self.engine.cancel(session, run=run)
+        else:
+            count = self.engine.cancel(run=run, all_hanging=True)
+        return JSONResponse({"ok": True, "cancelled": count})
+
+    async def step(self, request: Request) -> Response:
+        try:
+            body = await read_json_body(request)
+            session = _session_field(body)
+            how = body.get("how", "chunk")
+            if how not in ("chunk", "call", "continue"):
+                raise BadRequest(400, f"how must be chunk, call or continue, got {how!r}",
+                                 "INVALID_REQUEST")
+        except BadRequest as bad:
+            return bad.response()
+        step_how: Literal["chunk", "call", "continue"] = how
+        if not self.engine.step(session, run=self.run(request), how=step_how):
+            return JSONResponse({"ok": False, "error": "no call in flight for that session"},
+                                status_code=404)
+        return JSONResponse({"ok": True})
+
+    async def pause(self, request: Request) -> Response:
+        try:
+            session = _session_field(await read_json_body(request))
+        except BadRequest as bad:
+            return bad.response()
+        if not self.engine.pause(session, run=self.run(request)):
+            return JSONResponse({"ok": False, "error": "no call in flight for that session"},
+                                status_code=404)
+        return JSONResponse({"ok": True})
+
+    async def mode(self, request: Request) -> Response:
+        try:
+            body = await read_json_body(request)
+            mode = body.get("mode")
+            if mode not in ("run", "call", "chunk"):
+                raise BadRequest(400, f"mode must be run, call or chunk, got {mode!r}",
+                                 "INVALID_REQUEST")
+        except BadRequest as bad:
+            return bad.response()
+        step_mode: Literal["run", "call", "chunk"] = mode
+        self.engine.set_mode(step_mode)
+        return JSONResponse({"ok": True, "mode": step_mode})
+
+    async def reload(self, request: Request) -> Response:
+        if self.reload_fn is None:
+            return JSONResponse({"ok": False, "error": "this server has no reload source"},
+                                status_code=404)
+        before = self.engine.scripts
+        try:
+            result = self.reload_fn()
+        except ReplayError as exc:
+            return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
+                                status_code=409)
+        if isinstance(result, Scenario):
+            self.scenario = result
+        return JSONResponse({"ok": True, "changes": diff_scripts(before, self.engine.scripts)})
+
+
+def create_app(
+    engine: ReplayEngine,
+    *,
+    scenario: Scenario | None = None,
+    providers: list[ProviderConfig] | None = None,
+    reload: Callable[[], object] | None = None,
+) -> Starlette:
+    """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run."""
+    h = _Handlers(engine, scenario, providers, reload)
+    table: list[tuple[str, Callable[[Request], Any], list[str]]] = [
+        ("/v1/chat/completions", h.chat_completions, ["POST"]),
+        ("/v1/models", h.models, ["GET"]),
+        ("/replay/v1/stream", h.native_stream, ["POST"]),
+        ("/replay/v1/scripts", h.scripts, ["GET"]),
+        ("/replay/v1/state", h.state, ["GET"]),
+        ("/replay/v1/journal", h.journal, ["GET"]),
+        ("/replay/v1/assert-consumed", h.assert_consumed, ["POST"]),
+        ("/replay/v1/reset", h.reset, ["POST"]),
+        ("/replay/v1/cancel", h.cancel, ["POST"]),
+        ("/replay/v1/step", h.step, ["POST"]),
+        ("/replay/v1/pause", h.pause, ["POST"]),
+        ("/replay/v1/mode", h.mode, ["POST"]),
+        ("/replay/v1/reload", h.reload, ["POST"]),
+        ("/healthz", h.healthz, ["GET"]),
+    ]
+    routes = []
+    for path, endpoint, methods in table:
+        routes.append(Route(path, endpoint, methods=methods))
+        routes.append(Route("/runs/{run}" + path, endpoint, methods=methods))
+    return Starlette(routes=routes)
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn that leaves signal handling to whoever owns the event loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only listens on the local machine."""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class ReplayServer:
+    """The replay app on uvicorn, run as a task of the current event loop."""
+
+    def __init__(
+        self,
+        engine: ReplayEngine,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        providers: list[ProviderConfig] | None = None,
+        scenario: Scenario | None = None,
+        reload: Callable[[], object] | None = None,
+        app: ASGIApp | None = None,
+    ) -> None:
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.scenario = scenario
+        self.app = app or create_app(engine, scenario=scenario, providers=providers, reload=reload)
+        self._server: _EmbeddedServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._exit = asyncio.Event()
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8765`` (after ``start``)."""
+        if self._url is None:
+            raise RuntimeError("the replay server is not started")
+        return self._url
+
+    def _bind(self) -> socket.socket:
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        return sock
+
+    async def start(self) -> str:
+        """Bind, start serving and return the base URL (the port is resolved when 0)."""
+        if self._url is not None:
+            return self._url
+        sock = self._bind()
+        config = uvicorn.Config(
+            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",
+            ws="none", timeout_graceful_shutdown=3, server_header=False,
+        )
+        config.load()
+        server = _EmbeddedServer(config)
+        server.lifespan = config.lifespan_class(config)
+        await server.startup(sockets=[sock])
+        self._server = server
+        port = sock.getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._url = f"http://{host}:{port}"
+        self._task = asyncio.create_task(self._main(server, sock))
+        return self._url
+
+    async def _main(self, server: _EmbeddedServer, sock: socket.socket) -> None:
+        counter = 0
+        while not self._exit.is_set():
+            await server.on_tick(counter)
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 1.0)
+        await server.shutdown(sockets=[sock])
+
+    async def stop(self) -> None:
+        """Cancel every call in flight and shut down cleanly."""
+        if self._task is None:
+            return
+        self.engine.cancel_all()
+        self._exit.set()
+        task, self._task = self._task, None
+        await task
+
+    async def __aenter__(self) -> ReplayServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+
+@contextlib.asynccontextmanager
+async def serve_scenario(
+    path: str | Path,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    pace_ms: int = 0,
+    pace: Pace | None = None,
+    ready_dir: str | Path | None = None,
+    providers: list[ProviderConfig] | None = None,
+) -> AsyncIterator[ReplayServer]:
+    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
+    scenario = load_scenario(path)
+    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir)
+
+    def reload() -> Scenario:
+        fresh = load_scenario(path)
+        engine.reload(fresh.scripts)
+        return fresh
+
+    async with ReplayServer(engine, host=host, port=port, providers=providers,
+                            scenario=scenario, reload=reload) as server:
+        yield server

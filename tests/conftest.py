@@ -22,3 +22,9 @@ def conformance_dir() -> Path | None:
 def samples() -> Path:
     """The bundled sample scenarios."""
     return SAMPLES
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio (the loop the server and the TUI use)."""
+    return "asyncio"

@@ -1,0 +1,190 @@
+"""The demo agent against the real replay server, in process: every call driven, the run consumed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from replay_engine.cli import main as cli_main
+from replay_engine.demo_agent import ServerUnreachableError, run_demo_agent
+from replay_engine.server import serve_scenario
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _chunks_entry(text: str) -> dict[str, Any]:
+    return {"kind": "chunks", "chunks": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": text},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]}
+
+
+def _write_scenario(root: Path, entries: list[dict[str, Any]], *, child_from: Path | None = None) -> Path:
+    """A scenario whose primary is a bare-list sidecar, optionally with one child log."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "session.jsonl").write_text(
+        json.dumps({"type": "session", "id": "primary", "createdAt": 1}) + "\n")
+    (root / "replay.override.json").write_text(json.dumps(entries, indent=1))
+    if child_from is not None:
+        lines = child_from.read_text().splitlines()
+        header = json.loads(lines[0])
+        header.update(id="child-one", createdAt=2)
+        (root / "session.1.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    return root
+
+
+async def test_basic_chat_is_driven_to_consumed(samples: Path) -> None:
+    lines: list[str] = []
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        result = await run_demo_agent(server.url, out=lines.append)
+        journal = server.engine.journal()
+    assert result.consumed and result.problems == []
+    assert result.failures == []
+    assert [(c.session, c.call_index, c.kind, c.ok) for c in result.calls] == [
+        ("demo-0", 0, "chunks", True), ("demo-0", 1, "chunks", True)]
+    assert "tools bash" in result.calls[0].outcome
+    assert "finish tool_calls" in result.calls[0].outcome
+    assert "The workspace has README.md and src. Hello!" in result.calls[1].outcome
+    # One printed line per call, then the verdict.
+    assert len(lines) == 3 and lines[0].startswith("ok   demo-0 call 1/2 chunks")
+    assert lines[-1].startswith("consumed")
+    # The second request carried the first call's tool call and a tool result.
+    assert [r.outcome for r in journal] == ["finished", "finished"]
+    second = journal[1].messages
+    assert [m["role"] for m in second] == ["user", "assistant", "tool"]
+    assert second[1]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command":"ls"}'}
+    assert second[2]["tool_call_id"] == "call_ls_1"
+
+
+async def test_hang_and_throws_with_a_child_session(tmp_path: Path, samples: Path) -> None:
+    scenario = _write_scenario(tmp_path / "scenario", [
+        _chunks_entry("first answer"),
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+        {"kind": "throw", "chunks": _chunks_entry("half")["chunks"][:2], "message": "boom",
+         "code": "SERVER"},
+        {"kind": "hang", "readyFile": "marks/hang-ready"},
+        _chunks_entry("after the hang"),
+    ], child_from=samples / "basic-chat" / "session.jsonl")
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    lines: list[str] = []
+    async with serve_scenario(scenario, port=0, ready_dir=ready) as server:
+        result = await run_demo_agent(server.url, ready_dir=str(ready), out=lines.append)
+        journal = server.engine.journal()
+    assert result.failures == [], lines
+    assert result.consumed
+    assert [(c.session, c.kind) for c in result.calls] == [
+        ("demo-0", "chunks"), ("demo-0", "throw"), ("demo-0", "throw"), ("demo-0", "hang"),
+        ("demo-0", "chunks"), ("demo-1", "chunks"), ("demo-1", "chunks")]
+    assert "threw RATE_LIMIT as scripted (HTTP 429)" in result.calls[1].outcome
+    assert "threw SERVER as scripted (after" in result.calls[2].outcome
+    assert "readyFile marks/hang-ready" in result.calls[3].outcome
+    assert "ABORTED" in result.calls[3].outcome
+    assert (ready / "marks" / "hang-ready").is_file()
+    # The server saw the same story: the child bound second, the hang was cancelled.
+    assert [(r.session, r.script_index, r.outcome) for r in journal] == [
+        ("demo-0", 0, "finished"), ("demo-0", 0, "failed"), ("demo-0", 0, "failed"),
+        ("demo-0", 0, "cancelled"), ("demo-0", 0, "finished"),
+        ("demo-1", 1, "finished"), ("demo-1", 1, "finished")]
+
+
+async def test_hang_without_ready_file_waits_for_the_state(tmp_path: Path) -> None:
+    scenario = _write_scenario(tmp_path / "s", [{"kind": "hang"}, _chunks_entry("done")])
+    async with serve_scenario(scenario, port=0, ready_dir=tmp_path) as server:
+        result = await run_demo_agent(server.url, out=lambda line: None)
+    assert result.failures == [] and result.consumed
+    assert "state hanging" in result.calls[0].outcome
+
+
+async def test_named_run_leaves_the_default_run_alone(samples: Path) -> None:
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        result = await run_demo_agent(server.url + "/v1/", run="alpha", out=lambda line: None)
+        assert result.consumed and result.failures == []
+        assert server.engine.state("alpha").consumed
+        default = server.engine.state()
+        assert default.bindings == () and not default.consumed
+
+
+async def test_a_run_already_half_played_is_reported_not_consumed(samples: Path) -> None:
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        # Another client binds the only script and plays one of its two calls.
+        client = openai.AsyncOpenAI(api_key="replay", base_url=server.url + "/v1", max_retries=0)
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+            extra_headers={"X-Session-Id": "someone-else"})
+        async for _ in stream:
+            pass
+        await client.close()
+        result = await run_demo_agent(server.url, out=lambda line: None)
+    assert not result.consumed
+    assert any("someone-else consumed 1/2" in p for p in result.problems)
+    assert len(result.failures) == 2
+    assert all("UNRECORDED_SESSION" in c.outcome for c in result.calls)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_unreachable_server_raises_a_typed_error() -> None:
+    with pytest.raises(ServerUnreachableError, match="cannot reach the replay server"):
+        await run_demo_agent(f"http://127.0.0.1:{_closed_port()}", out=lambda line: None)
+
+
+def test_cli_unreachable_server_exits_1_with_one_paragraph(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    assert cli_main(["demo-agent", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dsh-replay demo-agent: cannot reach the replay server at " + url)
+    assert "dsh-replay serve SCENARIO" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+async def test_cli_exit_codes_against_a_live_server(samples: Path) -> None:
+    exe = shutil.which("dsh-replay")
+    command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        async def run(*extra: str) -> tuple[int, str]:
+            proc = await asyncio.create_subprocess_exec(
+                *command, "demo-agent", server.url, *extra,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            out, _ = await proc.communicate()
+            assert proc.returncode is not None
+            return proc.returncode, out.decode()
+
+        code, out = await run("--delay-ms", "1")
+        assert code == 0, out
+        assert out.splitlines()[-1].startswith("consumed")
+        # Run "beta": another client already bound the only script, so nothing is left to the
+        # demo agent and the verdict is "not consumed".
+        client = openai.AsyncOpenAI(api_key="replay", base_url=server.url + "/runs/beta/v1",
+                                    max_retries=0)
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+            extra_headers={"X-Session-Id": "someone-else"})
+        async for _ in stream:
+            pass
+        await client.close()
+        code, out = await run("--run", "beta")
+        assert code == 3, out
+        assert "UNRECORDED_SESSION" in out
+        assert out.splitlines()[-1].startswith("NOT consumed: session someone-else consumed 1/2")

@@ -337,18 +337,19 @@ class OverrideDraft:
 
     # -- editing ------------------------------------------------------------------------
 
-    def _check_index(self, index: int, what: str) -> None:
+    def _check_index(self, index: int) -> None:
         limit = self.base_length
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= limit:
             base = "the bare-list sidecar has" if self.form == "list" else (
                 "the derived primary script has")
+            choose = f"0..{limit - 1} to replace a call or " if limit else ""
             raise _edit_error(
-                f"call {index} does not exist: {base} {limit} call(s); {what} 0..{limit - 1} "
-                f"or {limit} to append one.", self.path, f"call {index}")
+                f"call {index} does not exist: {base} {limit} call(s); choose {choose}{limit} "
+                "to append one.", self.path, f"call {index}")
 
     def put(self, index: int, entry: AnyEntry) -> None:
         """Serve ``entry`` at ``index`` (``index == base_length`` appends)."""
-        self._check_index(index, "use")
+        self._check_index(index)
         if self.form == "list":
             if index == len(self._entries):
                 self._entries.append(entry)
@@ -365,7 +366,7 @@ class OverrideDraft:
 
     def throw_here(self, index: int, message: str, code: str, prefix: int = 0) -> AnyEntry:
         """Fail call ``index`` with ``code`` after the first ``prefix`` of its recorded chunks."""
-        self._check_index(index, "throw at")
+        self._check_index(index)
         chunks = self.recorded_chunks(index)
         if isinstance(prefix, bool) or not isinstance(prefix, int) or not 0 <= prefix <= len(chunks):
             raise _edit_error(
@@ -379,7 +380,7 @@ class OverrideDraft:
 
     def hang_here(self, index: int, ready_file: str | None = None) -> AnyEntry:
         """Make call ``index`` hang until cancelled, creating ``ready_file`` once it waits."""
-        self._check_index(index, "hang at")
+        self._check_index(index)
         doc: dict[str, Any] = {"kind": "hang"}
         if ready_file is not None:
             doc["readyFile"] = ready_file
@@ -389,19 +390,24 @@ class OverrideDraft:
 
     def set_entry_text(self, index: int, text: str, source: str = "entry") -> AnyEntry:
         """Serve the entry (or bare chunk list) given as JSON text at ``index``."""
-        self._check_index(index, "edit")
+        self._check_index(index)
         entry = parse_entry_text(text, source)
         self.put(index, entry)
         return entry
 
-    def append(self, entry: AnyEntry) -> int:
-        """Add a call after the last one (the retry slot after a throw); returns its index."""
+    def append_index(self) -> int:
+        """The index a new call is appended at; a patches sidecar has one such slot."""
         index = self.base_length
         if self.form == "patches" and self.edited(index):
             raise _edit_error(
                 f"call {index} is already appended and a patches sidecar can append only one "
-                f"call (at = derived length {index}); replace it with --at {index} or remove it "
-                f"with --remove {index}.", self.path, f"call {index}")
+                f"call (at = derived length {index}); replace it (--at {index}) or remove it "
+                f"(--remove {index}) instead.", self.path, f"call {index}")
+        return index
+
+    def append(self, entry: AnyEntry) -> int:
+        """Add a call after the last one (the retry slot after a throw); returns its index."""
+        index = self.append_index()
         self.put(index, entry)
         return index
 

@@ -199,7 +199,8 @@ def test_missing_scenario_argument_exits_2(capsys: pytest.CaptureFixture[str]) -
     [
         (["--at", "2", "--hang"], None),  # the append slot via --at is fine
         (["--at", "3", "--hang"], r"\[OVERRIDE_EDIT\]: .*: call 3 does not exist: the derived "
-                                  r"primary script has 2 call\(s\); use 0\.\.1 or 2 to append"),
+                                  r"primary script has 2 call\(s\); choose 0\.\.1 to replace a "
+                                  r"call or 2 to append one\."),
         (["--at", "-1", "--hang"], r"call -1 does not exist"),
         (["--at", "1", "--throw", "x", "--code", "C", "--prefix", "7"],
          r"prefix 7 is out of range: call 1 has 6 recorded chunk\(s\); keep 0\.\.6"),
@@ -231,7 +232,7 @@ def test_input_errors_exit_1(root: Path, capsys: pytest.CaptureFixture[str], arg
         ('[\n  {"type": "finish"},\n', r"chunks\.json:3:1: not valid JSON"),
         ('[{"type": "finish"},\n {"type": "wat"}]', r"chunks\.json:2:2: \[1\]: chunk type 'wat'"),
         ('{"kind": "throw", "chunks": []}', r"chunks\.json:1:1: message: missing"),
-        ('{"kind": "chunks", "chunks": [], "x": 1}', r"chunks\.json:1:38: x: unknown key"),
+        ('{"kind": "chunks", "chunks": [], "x": 1}', r"chunks\.json:1:39: x: unknown key"),
         (b"\xff\xfe", r"not UTF-8"),
     ],
 )

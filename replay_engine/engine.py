@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import msgspec
 
 from . import events as ev
 from .errors import (
@@ -26,8 +27,16 @@ from .errors import (
     ScriptExhaustedError,
     UnrecordedSessionError,
 )
-from .models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry
-from .placeholders import resolve_scripted_entry
+from .models import (
+    AnyEntry,
+    ChunksEntry,
+    HangEntry,
+    ScriptEntry,
+    SessionScript,
+    ThrowEntry,
+    entry_to_json,
+)
+from .placeholders import MARKER, resolve_scripted_entry
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +46,8 @@ HANG_PREFIX: tuple[dict[str, Any], ...] = (
     {"type": "text-delta", "index": 0, "text": "partial"},
 )
 MAX_RECORDED_GAP_S = 5.0
+_MARKER_BYTES = MARKER.encode()
+_encode = msgspec.json.Encoder().encode
 StepMode = Literal["run", "call", "chunk"]
 Status = Literal["idle", "streaming", "paused", "hanging"]
 Observer = Callable[[ev.EngineEvent], None]
@@ -244,6 +255,13 @@ class CallHandle:
         """The chunks of the entry; raises ScriptedFailure / AbortedError as the entry says."""
         return self._engine._serve(self._call)
 
+    def ready(self) -> bool:
+        """True when the next step of ``chunks()`` will not wait (no pace delay, gate or hang).
+
+        Servers use it to coalesce chunks into one write only while nothing would hold them.
+        """
+        return self._engine._next_is_immediate(self._call)
+
 
 class ReplayEngine:
     """Serves scripts to live sessions, per run, with observers, pacing and a step gate."""
@@ -269,6 +287,7 @@ class ReplayEngine:
         self._mode: StepMode = "run"
         self._breakpoints: set[tuple[int, int]] = set()
         self._calls: dict[int, _Call] = {}
+        self._plain: dict[int, AnyEntry] = {}
 
     # -- observation -------------------------------------------------------------------
 
@@ -408,13 +427,27 @@ class ReplayEngine:
                            scripted.entry.kind)
         )
         try:
-            call.entry = resolve_scripted_entry(scripted.entry, messages)
+            call.entry = self._resolve(scripted.entry, messages)
         except ReplayError as exc:
             self._end(call, "failed", exc)
             raise
         if self._mode != "run" or (binding.script_index, call_index) in self._breakpoints:
             call.budget = 0
         return CallHandle(self, call)
+
+    def _resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:
+        """Resolve placeholders; entries known to hold none skip the (slow) walk."""
+        if self._plain.get(id(entry)) is entry:
+            return entry
+        if isinstance(entry, ChunksEntry | ThrowEntry):
+            try:
+                plain = _MARKER_BYTES not in _encode(entry_to_json(entry))
+            except (TypeError, msgspec.EncodeError):
+                plain = False
+            if plain:
+                self._plain[id(entry)] = entry
+                return entry
+        return resolve_scripted_entry(entry, messages)
 
     async def stream(
         self,
@@ -476,6 +509,15 @@ class ReplayEngine:
             gap = float(call.times[index] - call.times[index - 1]) / 1000.0 / pace.speed
             return min(max(gap, 0.0), MAX_RECORDED_GAP_S)
         return pace.ms / 1000.0
+
+    def _next_is_immediate(self, call: _Call) -> bool:
+        if call.cancelled:
+            return True
+        if isinstance(call.entry, HangEntry):
+            return call.served < len(HANG_PREFIX)
+        if (call.budget == 0 or self._mode == "chunk") and not call.run_to_end:
+            return False
+        return self._delay(call, call.served) <= 0.0
 
     async def _gate(self, call: _Call) -> None:
         while call.budget == 0 and not call.run_to_end:
@@ -670,6 +712,7 @@ class ReplayEngine:
         """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""
         old = self._scripts
         self._scripts = list(scripts)
+        self._plain.clear()
         changes = diff_scripts(old, self._scripts)
         for name in list(self._runs) or [DEFAULT_RUN]:
             self._emit(ev.ScriptsReloaded(name, changes))

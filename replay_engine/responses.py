@@ -128,31 +128,42 @@ class CallStream:
                              (b"x-accel-buffering", b"no")]}
 
         async def body(chunks: AsyncIterator[dict[str, Any]]) -> None:
+            # Encoded events are coalesced into one write while the engine would serve the
+            # next chunk at once; anything that could hold the stream flushes first.
             started = False
             served = 0
+            pending: list[bytes] = []
+            ready = self.handle.ready
             try:
                 async for chunk in chunks:
-                    if not started:
-                        await send(start)
-                        started = True
                     data = wire.encode(chunk)
                     if data:
-                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                        pending.append(data)
                     served += 1
-                    if served % YIELD_EVERY == 0:
-                        await asyncio.sleep(0)
-                tail = wire.close()
+                    turn = served % YIELD_EVERY == 0
+                    if turn or served == 1 or not ready():
+                        if pending:
+                            if not started:
+                                await send(start)
+                                started = True
+                            await send({"type": "http.response.body", "body": b"".join(pending),
+                                        "more_body": True})
+                            pending.clear()
+                        if turn:
+                            await asyncio.sleep(0)
+                pending.append(wire.close())
             except ReplayError as exc:
-                if not started and wire.errors_as_status:
+                if served == 0 and wire.errors_as_status:
                     head, rest = json_response_parts(status_for_code(exc.code),
                                                      error_body(exc.message, exc.code))
                     await send(head)
                     await send(rest)
                     return
-                tail = wire.fail(exc)
+                pending.append(wire.fail(exc))
             if not started:
                 await send(start)
-            await send({"type": "http.response.body", "body": tail, "more_body": False})
+            await send({"type": "http.response.body", "body": b"".join(pending),
+                        "more_body": False})
 
         await serve_watched(self.handle, receive, body)
 

@@ -1,0 +1,207 @@
+"""Benchmark: the replay server against a trivial asyncio SSE endpoint, in the same run.
+
+Run by hand: ``python3 benchmarks/serve.py [--chunks 100000] [--sessions 50] [--each 2000]``.
+A child process serves both endpoints on one event loop (uvloop when installed, as
+``dsh-replay serve`` does); this process drives them with a raw socket client.
+
+Targets on a 2-core machine: one stream >= 0.75x the trivial endpoint and first
+chunk <= 5 ms; 50 concurrent sessions >= 0.75x the floor in total and fair
+(every session's first chunk within 100 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from replay_engine import ChunksEntry, ReplayEngine, ScriptEntry, SessionScript  # noqa: E402
+from replay_engine.server import ReplayServer  # noqa: E402
+from replay_engine.wire_openai import StreamEncoder  # noqa: E402
+
+YIELD_EVERY = 64
+
+
+def _entry(chunks: int, tag: str) -> ScriptEntry:
+    body: list[dict[str, Any]] = [{"type": "block-start", "index": 0, "blockType": "text"}]
+    body += [{"type": "text-delta", "index": 0, "text": f"{tag} token {i % 1000} "}
+             for i in range(chunks)]
+    body += [{"type": "block-end", "index": 0, "block": {"type": "text", "text": "..."}},
+             {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": chunks}},
+             {"type": "finish", "reason": {"kind": "stop"}}]
+    return ScriptEntry(ChunksEntry.model_construct(kind="chunks", chunks=body), "derived")
+
+
+def _scripts(single: int, sessions: int, each: int) -> list[SessionScript]:
+    out = [SessionScript("single", 0, [_entry(single, "single")], True)]
+    out += [SessionScript(f"s{i}", i + 1, [_entry(each, f"s{i}")], False) for i in range(sessions)]
+    return out
+
+
+async def _trivial_endpoint(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """The floor: parse nothing but the request line, write one pre-built event per chunk."""
+    line = await reader.readline()
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass
+    count = int(line.split()[1].rsplit(b"/", 1)[-1])
+    event = StreamEncoder("bench").encode({"type": "text-delta", "index": 0,
+                                           "text": "single token 123 "})
+    assert event is not None
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+    for i in range(count):
+        writer.write(event)
+        if i % YIELD_EVERY == YIELD_EVERY - 1:
+            await writer.drain()
+            await asyncio.sleep(0)
+    writer.write(b"data: [DONE]\n\n")
+    await writer.drain()
+    writer.close()
+
+
+async def _serve_child(single: int, sessions: int, each: int, freeze: bool) -> None:
+    engine = ReplayEngine(_scripts(single, sessions, each))
+    if freeze:
+        gc.freeze()  # as ``dsh-replay serve`` does once the scenario is loaded
+    trivial = await asyncio.start_server(_trivial_endpoint, "127.0.0.1", 0)
+    port = trivial.sockets[0].getsockname()[1]
+    async with ReplayServer(engine) as server:
+        print(json.dumps({"replay": server.url, "trivial": f"http://127.0.0.1:{port}"}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    trivial.close()
+
+
+PATTERN = b"data: "
+
+
+async def _fetch(url: str, path: str, session: str | None, t0: float) -> tuple[int, float, float]:
+    """Events received, first-event time and end time (seconds after ``t0``)."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port), limit=1 << 20)
+    body = b'{"model":"bench","stream":true,"messages":[]}'
+    head = (f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n")
+    if session is not None:
+        head += f"x-session-id: {session}\r\n"
+    writer.write(head.encode() + b"\r\n" + body)
+    count = 0
+    first = -1.0
+    carry = b""
+    while True:
+        data = await reader.read(1 << 20)
+        if not data:
+            break
+        if first < 0 and b"data: " in data:
+            first = time.perf_counter() - t0
+        joined = carry + data
+        count += joined.count(PATTERN)
+        carry = joined[-(len(PATTERN) - 1):]
+    writer.close()
+    return count, first, time.perf_counter() - t0
+
+
+async def _single(url: str, path: str, session: str | None) -> dict[str, float]:
+    t0 = time.perf_counter()
+    count, first, end = await _fetch(url, path, session, t0)
+    return {"events": count, "rate": count / end, "first_ms": first * 1000, "wall": end}
+
+
+async def _many(url: str, paths: list[tuple[str, str | None]]) -> dict[str, float]:
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(_fetch(url, p, s, t0) for p, s in paths))
+    events = sum(r[0] for r in results)
+    end = max(r[2] for r in results)
+    firsts = sorted(r[1] * 1000 for r in results)
+    return {"events": events, "rate": events / end, "first_median_ms": statistics.median(firsts),
+            "first_max_ms": firsts[-1], "wall": end}
+
+
+def _line(name: str, r: dict[str, float]) -> str:
+    extra = (f"first chunk {r['first_ms']:.1f} ms" if "first_ms" in r else
+             f"first chunk median {r['first_median_ms']:.1f} ms, max {r['first_max_ms']:.1f} ms")
+    return f"  {name:<8} {int(r['events']):>7} events in {r['wall']:.3f} s = {r['rate']:>9,.0f}/s; {extra}"
+
+
+def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the median rate (its first-chunk numbers come with it)."""
+    return sorted(runs, key=lambda r: r["rate"])[len(runs) // 2]
+
+
+async def _drive(urls: dict[str, str], single: int, sessions: int, each: int, reps: int) -> None:
+    replay, trivial = urls["replay"], urls["trivial"]
+    # Warm up both endpoints (imports, first-request paths) on separate runs.
+    for i in range(sessions + 1):
+        await _fetch(replay, f"/runs/warm/v1/chat/completions", f"w{i}", time.perf_counter())
+    await _fetch(trivial, "/100", None, time.perf_counter())
+    floors, ours = [], []
+    for rep in range(reps):
+        floors.append(await _single(trivial, f"/{single}", None))
+        ours.append(await _single(replay, f"/runs/single{rep}/v1/chat/completions", None))
+    floor, one = _median_run(floors), _median_run(ours)
+    print(f"one stream of {single:,} chunks (median of {reps}):")
+    print(_line("trivial", floor))
+    print(_line("replay", one))
+    print(f"  ratio replay/trivial: {one['rate'] / floor['rate']:.2f}x (target >= 0.75); first "
+          f"chunk <= 5 ms: {'yes' if one['first_ms'] <= 5 else 'NO'}")
+    floors_many, ours_many = [], []
+    for rep in range(reps):
+        floors_many.append(await _many(trivial, [(f"/{each}", None)] * sessions))
+        # Script 0 is the long one: each run binds it to a throwaway session first.
+        await _fetch(replay, f"/runs/many{rep}/v1/chat/completions", "skip", time.perf_counter())
+        ours_many.append(await _many(replay, [(f"/runs/many{rep}/v1/chat/completions", f"s{i}")
+                                              for i in range(sessions)]))
+    floor_many, many = _median_run(floors_many), _median_run(ours_many)
+    print(f"{sessions} concurrent sessions of {each:,} chunks (median of {reps}):")
+    print(_line("trivial", floor_many))
+    print(_line("replay", many))
+    worst = max(r["first_max_ms"] for r in ours_many)
+    print(f"  ratio replay/trivial: {many['rate'] / floor_many['rate']:.2f}x; vs one-stream "
+          f"floor {many['rate'] / floor['rate']:.2f}x (target >= 0.75)")
+    print(f"  fair: every first chunk within 100 ms: {'yes' if many['first_max_ms'] <= 100 else 'NO'}"
+          f" (worst over all {reps} runs: {worst:.1f} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--each", type=int, default=2_000)
+    parser.add_argument("--reps", type=int, default=5, help="repetitions (the median is shown)")
+    parser.add_argument("--no-freeze", action="store_true", help="skip gc.freeze() in the server")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        factory: Any = uvloop.new_event_loop
+    except ImportError:
+        factory = None
+    if args.child:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(_serve_child(args.chunks, args.sessions, args.each, not args.no_freeze))
+        return
+    child = subprocess.Popen([sys.executable, __file__, "--child", "--chunks", str(args.chunks),
+                              "--sessions", str(args.sessions), "--each", str(args.each),
+                              *(["--no-freeze"] if args.no_freeze else [])],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdin is not None
+    urls = json.loads(child.stdout.readline())
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(_drive(urls, args.chunks, args.sessions, args.each, args.reps))
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,15 +1,100 @@
-"""Entry point of ``dsh-replay-tui``."""
+"""Entry point of ``dsh-replay-tui SCENARIO``: parse arguments, run the debugger, print the verdict."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from replay_engine.engine import Pace
+from replay_engine.errors import ReplayError
+from replay_engine.models import ReplayConfig
+
+if TYPE_CHECKING:
+    from .app import AppOptions
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one clear line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"dsh-replay-tui: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = _Parser(prog="dsh-replay-tui",
+                description="Serve a recorded scenario to a live agent and debug the replay.")
+    p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (0: a free port)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--pace-ms", type=int, default=None, metavar="N",
+                   help="fixed delay before every chunk, in milliseconds")
+    p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
+                   help="replay the recorded gaps between chunks, optionally sped up")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="JSON replay config (providers, paceMs)")
+    p.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
+                   help="where relative hang readyFiles are created (default: current directory)")
+    return p
+
+
+def load_config(path: Path) -> ReplayConfig:
+    """Read a JSON config file; errors name the file and the field."""
+    try:
+        return ReplayConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read the config ({exc.strerror}).", code="CONFIG") from None
+    except ValueError as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+            detail = f"{where}: {first['msg']}"
+        else:
+            detail = f"not valid JSON ({exc})"
+        raise ReplayError(f"{path}: {detail}; fix the config file.", code="CONFIG") from None
+
+
+def options_from_args(args: argparse.Namespace) -> AppOptions:
+    """Validate the arguments into AppOptions (raises ReplayError with the fix)."""
+    from .app import AppOptions
+
+    if not 0 <= args.port <= 65535:
+        raise ReplayError(f"--port {args.port}: must be 0..65535 (0 picks a free port)", code="CONFIG")
+    config = load_config(args.config) if args.config is not None else None
+    ms = args.pace_ms if args.pace_ms is not None else (config.paceMs if config else 0)
+    if ms < 0:
+        raise ReplayError(f"--pace-ms {ms}: must be a non-negative integer", code="CONFIG")
+    pace = Pace.parse(args.pace, ms) if args.pace is not None else Pace("fixed", ms)
+    return AppOptions(
+        scenario=args.scenario_path, host=args.host, port=args.port, pace=pace,
+        providers=config.providers if config else None, ready_dir=args.ready_dir,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the debugger on a scenario directory."""
-    print("dsh-replay-tui: the interactive debugger is not available yet", file=sys.stderr)
-    return 2
+    """Start the debugger on a scenario directory; print the assert-consumed verdict on quit."""
+    args = build_parser().parse_args(argv)
+    args.scenario_path = Path(args.scenario)
+    try:
+        options = options_from_args(args)
+    except ReplayError as exc:
+        print(f"dsh-replay-tui: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return 2
+    from .app import ReplayApp
+
+    app = ReplayApp(options)
+    verdict = app.run()
+    if verdict:
+        print(verdict)
+    return app.return_code or 0
 
 
 if __name__ == "__main__":

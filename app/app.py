@@ -1,0 +1,473 @@
+"""The debugger App: layout, key bindings, and the wiring between engine, server and widgets.
+
+The engine is observed only through ``engine.subscribe`` and driven only through its
+public methods; events are buffered and applied to the widgets at a bounded rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
+from textual.widgets import Footer
+
+from replay_engine import events as ev
+from replay_engine.cli_serve import EXIT_NOT_CONSUMED
+from replay_engine.cli_serve import verdict as serve_verdict
+from replay_engine.engine import DEFAULT_RUN, CallRecord, Pace, ReplayEngine
+from replay_engine.errors import InputError, ReplayError
+from replay_engine.models import ProviderConfig
+from replay_engine.scenario import Scenario, load_scenario
+
+from .eventlog import format_event
+from .messages import CallSelected
+from .reload import describe_changes, watch_scenario
+from .screens.verdict import VerdictScreen, verdict_text
+from .widgets.call_pane import CallPane, CallView
+from .widgets.error_banner import ErrorBanner
+from .widgets.live_pane import LivePane
+from .widgets.scripts_view import ScriptsView
+from .widgets.status_header import StatusHeader
+
+FLUSH_S = 1 / 30
+"""Engine events are applied to the screen at most this often (chunk floods coalesce)."""
+PACE_STEPS_MS = (0, 5, 20, 50, 100, 250, 1000)
+
+
+@dataclass(slots=True)
+class AppOptions:
+    """What the command line (or a test) asks of the debugger."""
+
+    scenario: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    pace: Pace = field(default_factory=Pace)
+    providers: list[ProviderConfig] | None = None
+    ready_dir: Path | None = None
+    serve: bool = True
+    watch: bool = True
+    url_label: str | None = None
+    """Shown instead of the real URL (snapshots use a fixed one)."""
+
+
+class ReplayApp(App[str]):
+    """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
+
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    TITLE = "dsh-replay"
+    BINDINGS = [
+        Binding("1", "mode('run')", "Run"),
+        Binding("2", "mode('call')", "Brk call"),
+        Binding("3", "mode('chunk')", "Brk chunk"),
+        Binding("b", "breakpoint", "Brkpt"),
+        Binding("p", "pause", "Pause"),
+        Binding("n", "step('chunk')", "Step"),
+        Binding("e", "step('call')", "End call"),
+        Binding("c", "resume", "Continue"),
+        Binding("x", "cancel", "Cancel"),
+        Binding("X", "cancel_hanging", "Cancel hangs"),
+        Binding("plus,equals_sign", "pace(-1)", "Faster"),
+        Binding("minus", "pace(1)", "Slower"),
+        Binding("t", "pace_recorded", "Rec pace"),
+        Binding("R", "reset", "Reset"),
+        Binding("a", "assert_consumed", "Assert"),
+        Binding("l", "reload", "Reload"),
+        Binding("d", "demo", "Demo"),
+        Binding("o", "override", "Override"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, options: AppOptions) -> None:
+        super().__init__()
+        self.options = options
+        self.run_name = DEFAULT_RUN
+        self.engine = ReplayEngine([], pace=options.pace, ready_dir=options.ready_dir)
+        self.scenario: Scenario | None = None
+        self.server: Any = None
+        self.url: str | None = None
+        self.load_error: ReplayError | None = None
+        self.ready = asyncio.Event()
+        self._flushed = asyncio.Event()
+        self._pending: list[ev.EngineEvent] = []
+        self._chunks_pending = 0
+        self._flush_timer: Timer | None = None
+        self._stop_watch = anyio.Event()
+        self._unsubscribe = self.engine.subscribe(self._on_engine_event)
+        self._demo_running = False
+
+    # -- layout --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="status")
+        yield ErrorBanner(id="banner")
+        with Horizontal(id="main"):
+            yield ScriptsView(id="scripts")
+            with Vertical(id="right"):
+                yield CallPane(id="call")
+                yield LivePane(id="live")
+        yield Footer(compact=True)
+
+    @property
+    def scripts_view(self) -> ScriptsView:
+        """The scripts pane."""
+        return self.query_one(ScriptsView)
+
+    @property
+    def live_pane(self) -> LivePane:
+        """The live pane."""
+        return self.query_one(LivePane)
+
+    @property
+    def banner(self) -> ErrorBanner:
+        """The error banner."""
+        return self.query_one(ErrorBanner)
+
+    def on_mount(self) -> None:
+        self.scripts_view.focus()
+        self.scripts_view.border_title = "Scripts"
+        self.live_pane.border_title = "Live"
+        self.run_worker(self._startup(), name="startup", group="startup")
+
+    async def _startup(self) -> None:
+        await self.load(initial=True)
+        if self.options.serve:
+            await self._start_server()
+        self.flush()
+        if self.options.watch and self.options.scenario.is_dir():
+            self.run_worker(self._watch(), name="watch", group="watch", exclusive=True)
+        self.ready.set()
+
+    # -- loading and hot reload ------------------------------------------------------------
+
+    async def load(self, *, initial: bool = False) -> bool:
+        """(Re)load the scenario; a failure keeps serving the last good scripts."""
+        try:
+            scenario = await asyncio.to_thread(self._read_scenario)
+        except ReplayError as exc:
+            self._load_failed(exc, initial)
+            return False
+        self._apply(scenario, initial)
+        return True
+
+    def _read_scenario(self) -> Scenario:
+        try:
+            return load_scenario(self.options.scenario)
+        except OSError as exc:
+            raise InputError(f"{exc.filename or self.options.scenario}: cannot read "
+                             f"({exc.strerror}); check the file and its permissions.",
+                             file=exc.filename) from None
+
+    def _apply(self, scenario: Scenario, initial: bool) -> None:
+        old = self.scenario
+        self.scenario = scenario
+        self.load_error = None
+        self.banner.clear()
+        changes = self.engine.reload(scenario.scripts)
+        self.scripts_view.set_scripts(scenario.scripts)
+        self.query_one(CallPane).forget_context()
+        calls = sum(len(s.entries) for s in scenario.scripts)
+        if initial or old is None:
+            self.live_pane.log_event(f"loaded {self.options.scenario}: {len(scenario.scripts)} "
+                                     f"session script(s), {calls} call(s)")
+        else:
+            self.live_pane.log_event(describe_changes(changes, self._names()))
+        self._show_selected()
+        self.request_flush()
+
+    def reload_from_api(self) -> Scenario:
+        """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller."""
+        try:
+            scenario = self._read_scenario()
+        except ReplayError as exc:
+            self._load_failed(exc, False)
+            raise
+        self._apply(scenario, False)
+        return scenario
+
+    def _load_failed(self, error: ReplayError, initial: bool) -> None:
+        self.load_error = error
+        title = ("Cannot load the scenario — nothing is served until it loads" if self.scenario is None
+                 else "Reload failed — still serving the last good scripts")
+        self.banner.show_error(title, error)
+        self.live_pane.log_event(f"{'load' if initial else 'reload'} failed [{error.code}]: "
+                                 f"{error.message}")
+        self.request_flush()
+
+    async def _watch(self) -> None:
+        async def changed(names: list[str]) -> None:
+            self.live_pane.log_event("changed: " + ", ".join(names))
+            await self.load()
+
+        await watch_scenario(self.options.scenario, changed, stop_event=self._stop_watch)
+
+    # -- the embedded server ---------------------------------------------------------------
+
+    async def _start_server(self) -> None:
+        try:
+            module = importlib.import_module("replay_engine.server")
+        except ModuleNotFoundError:
+            self.banner.show_error("The replay server is not available", "replay_engine.server is "
+                                   "missing from this installation; reinstall dsh-replay-tui.")
+            return
+        try:
+            self.server = module.ReplayServer(
+                self.engine, host=self.options.host, port=self.options.port,
+                providers=self.options.providers, scenario=self.scenario,
+                reload=self.reload_from_api,
+            )
+            self.url = await self.server.start()
+        except (OSError, ReplayError) as exc:
+            self.server = None
+            self.banner.show_error(
+                f"Cannot serve on {self.options.host}:{self.options.port}",
+                f"{exc}. Pick another port with --port (0 picks a free one).")
+            return
+        self.live_pane.log_event(f"serving on {self.url_label}")
+
+    @property
+    def url_label(self) -> str:
+        """The URL shown in the header."""
+        if self.options.url_label is not None:
+            return self.options.url_label
+        return self.url or "not serving"
+
+    # -- engine events -> screen -----------------------------------------------------------
+
+    def _on_engine_event(self, event: ev.EngineEvent) -> None:
+        if isinstance(event, ev.ChunkServed):
+            self._chunks_pending += 1
+        else:
+            self._pending.append(event)
+        self.request_flush()
+
+    def request_flush(self) -> None:
+        """Schedule a repaint from the engine's state (at most every FLUSH_S)."""
+        if self._flush_timer is None and self.is_running:
+            self._flush_timer = self.set_timer(FLUSH_S, self.flush, name="flush")
+
+    def flush(self) -> None:
+        """Apply buffered events: log lines, header, cursors, sessions, the selected call."""
+        self._flush_timer = None
+        events, self._pending = self._pending, []
+        self._chunks_pending = 0
+        names = self._names()
+        for event in events:
+            if isinstance(event, ev.ScriptsReloaded):
+                continue  # the loader logs what changed
+            line = format_event(event, names)
+            if line is not None:
+                if event.run != self.run_name:
+                    line = Text.assemble(f"[run {event.run}] ", line)
+                self.live_pane.log_event(line)
+        state = self.engine.state(self.run_name)
+        self.query_one(StatusHeader).show(
+            scenario=str(self.options.scenario), url=self.url_label, state=state,
+            breakpoints=len(self.engine.breakpoints),
+            paused=len(self.engine.paused_sessions(self.run_name)),
+        )
+        self.scripts_view.set_live(state, self.engine.breakpoints)
+        self.live_pane.set_state(state, names)
+        self._show_selected()
+        waiters, self._flushed = self._flushed, asyncio.Event()
+        waiters.set()
+
+    async def next_flush(self) -> None:
+        """Wait for the next repaint (tests await this instead of sleeping)."""
+        await self._flushed.wait()
+
+    def _names(self) -> list[str]:
+        return [s.recorded_id for s in self.scenario.scripts] if self.scenario else []
+
+    # -- selection -------------------------------------------------------------------------
+
+    @on(CallSelected)
+    def _call_selected(self, message: CallSelected) -> None:
+        self._show_selected()
+
+    def _record(self, script_index: int, call_index: int) -> CallRecord | None:
+        for record in reversed(self.engine.journal(self.run_name)):
+            if record.script_index == script_index and record.call_index == call_index:
+                return record
+        return None
+
+    def _show_selected(self) -> None:
+        selected = self.scripts_view.selected()
+        pane = self.query_one(CallPane)
+        if self.scenario is None or selected is None or selected[1] is None:
+            pane.show(None)
+            return
+        s, j = selected
+        served = None
+        for b in self.engine.state(self.run_name).bindings:
+            if b.script_index == s and b.call_index == j:
+                served = b.chunks_served
+        script = self.scenario.scripts[s]
+        pane.show(CallView(script, s, j, self._record(s, j), served))
+
+    def _target(self, *, want: str | None = None) -> tuple[bool, str | None]:
+        """The session a key acts on: the one bound to the selected script, else the first
+        whose call is ``want`` (e.g. paused), else the first with a call in flight."""
+        bindings = [b for b in self.engine.state(self.run_name).bindings if b.call_index is not None]
+        selected = self.scripts_view.selected()
+        if selected is not None:
+            for b in bindings:
+                if b.script_index == selected[0] and (want is None or b.status == want):
+                    return True, b.session
+        for b in bindings:
+            if want is None or b.status == want:
+                return True, b.session
+        return False, None
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_mode(self, mode: str) -> None:
+        """Step mode: run, break at every call, break at every chunk."""
+        self.engine.set_mode(mode)  # type: ignore[arg-type]
+
+    def action_breakpoint(self) -> None:
+        """Toggle a breakpoint on the selected call."""
+        selected = self.scripts_view.selected()
+        if selected is None or selected[1] is None:
+            self.notify("Select a call to put a breakpoint on.", severity="warning")
+            return
+        self.engine.toggle_breakpoint(selected[0], selected[1])
+
+    def action_pause(self) -> None:
+        """Hold the selected session's streaming call before its next chunk."""
+        found, key = self._target(want="streaming")
+        if not found or not self.engine.pause(key, run=self.run_name):
+            self.notify("No call is streaming.", severity="warning")
+
+    def action_step(self, how: str) -> None:
+        """Release a paused call by one chunk, or to the end of the call."""
+        found, key = self._target(want="paused")
+        if not found or not self.engine.step(key, run=self.run_name, how=how):  # type: ignore[arg-type]
+            self.notify("No call is paused.", severity="warning")
+
+    def action_resume(self) -> None:
+        """Continue: back to run mode, every paused call released."""
+        self.engine.set_mode("run")
+
+    def action_cancel(self) -> None:
+        """Cancel the selected session's in-flight call (a hang or a paused stream)."""
+        found, key = self._target()
+        if not found or not self.engine.cancel(key, run=self.run_name):
+            self.notify("No call in flight to cancel.", severity="warning")
+
+    def action_cancel_hanging(self) -> None:
+        """Cancel every hanging call of the run."""
+        count = self.engine.cancel(run=self.run_name, all_hanging=True)
+        self.notify(f"Cancelled {count} hanging call(s).")
+
+    def action_pace(self, direction: int) -> None:
+        """Step the fixed pace faster (-1) or slower (+1)."""
+        ms = self.engine.pace.ms
+        steps = list(PACE_STEPS_MS)
+        index = min(range(len(steps)), key=lambda i: abs(steps[i] - ms))
+        index = min(max(index + direction, 0), len(steps) - 1)
+        self.engine.set_pace(Pace("fixed", steps[index]))
+
+    def action_pace_recorded(self) -> None:
+        """Switch between the recorded gaps and a fixed pace."""
+        pace = self.engine.pace
+        self.engine.set_pace(Pace("fixed", pace.ms) if pace.mode == "recorded"
+                             else Pace("recorded", pace.ms, 1.0))
+
+    def action_reset(self) -> None:
+        """Forget the run's bindings and cursors (the agent is about to start again)."""
+        self.engine.reset(self.run_name)
+
+    def action_assert_consumed(self) -> None:
+        """Show the assert-consumed verdict with every problem."""
+        problems = self.engine.consumed_problems(self.run_name)
+        self.live_pane.log_event(verdict_text(problems, len(self.engine.scripts)).splitlines()[0])
+        self.push_screen(VerdictScreen(problems, len(self.engine.scripts)))
+
+    def action_reload(self) -> None:
+        """Reload the scenario from disk now."""
+        self.run_worker(self.load(), group="reload", exclusive=True)
+
+    def action_demo(self) -> None:
+        """Run the bundled demo agent against the embedded server."""
+        if self.url is None:
+            self.notify("The server is not running.", severity="error")
+            return
+        if self._demo_running:
+            self.notify("The demo agent is already running.", severity="warning")
+            return
+        try:
+            module = importlib.import_module("replay_engine.demo_agent")
+        except ModuleNotFoundError:
+            self.notify("The demo agent is not available in this installation.", severity="error")
+            return
+        self._demo_running = True
+        self.run_worker(self._demo(module.run_demo_agent), group="demo")
+
+    async def _demo(self, run_demo_agent: Any) -> None:
+        self.live_pane.log_event(f"demo agent started against {self.url_label}")
+        try:
+            result = await run_demo_agent(self.url, ready_dir=str(self.engine.ready_dir),
+                                          out=lambda line: self.live_pane.log_event("demo: " + line))
+        except ReplayError as exc:
+            self.live_pane.log_event(f"demo agent failed [{exc.code}]: {exc.message}")
+        else:
+            consumed = getattr(result, "consumed", None)
+            self.live_pane.log_event(f"demo agent done (consumed: {consumed})")
+        finally:
+            self._demo_running = False
+
+    def action_override(self) -> None:
+        """Edit the override sidecar at the selected primary call."""
+        selected = self.scripts_view.selected()
+        if self.scenario is None or selected is None or selected[1] is None:
+            self.notify("Select a call of the primary script.", severity="warning")
+            return
+        s, j = selected
+        if not self.scenario.scripts[s].primary:
+            self.notify("Sidecars apply to the primary session only; select a primary call.",
+                        severity="warning")
+            return
+        try:
+            module = importlib.import_module("app.screens.override_editor")
+        except ModuleNotFoundError:
+            self.notify("The override editor is not available yet.", severity="error")
+            return
+        served = None
+        for b in self.engine.state(self.run_name).bindings:
+            if b.script_index == s and b.call_index == j:
+                served = b.chunks_served
+
+        def saved(ok: bool | None) -> None:
+            if ok:
+                self.action_reload()
+
+        self.push_screen(module.OverrideEditorScreen(self.scenario, j, served), saved)
+
+    async def action_quit(self) -> None:
+        """Stop serving and exit with the verdict ``dsh-replay serve`` prints (exit 3: not consumed)."""
+        await self.shutdown()
+        ok, lines = serve_verdict(self.engine)
+        self.exit("\n".join(lines), return_code=0 if ok else EXIT_NOT_CONSUMED)
+
+    async def shutdown(self) -> None:
+        """Stop the watcher and the server (idempotent)."""
+        self._stop_watch.set()
+        server, self.server = self.server, None
+        if server is not None:
+            self.engine.cancel_all()
+            await server.stop()
+
+    async def on_unmount(self) -> None:
+        self._unsubscribe()
+        await self.shutdown()

@@ -1,0 +1,53 @@
+"""Hot reload: watch a scenario directory and describe what a reload changed.
+
+No Textual here: the app runs ``watch_scenario`` in a worker and reacts to its callback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from watchfiles import awatch
+
+from replay_engine.scenario import CHILD_RE, PRIMARY_NAME
+from replay_engine.sidecar import SIDECAR_NAME
+
+DEBOUNCE_MS = 120
+TMP_RE = re.compile(r"^\.|~$|\.tmp$|\.swp$")
+
+
+def is_scenario_file(name: str) -> bool:
+    """Whether a changed file name is one the scenario loads."""
+    return name in (PRIMARY_NAME, SIDECAR_NAME) or bool(CHILD_RE.match(name))
+
+
+async def watch_scenario(
+    root: Path,
+    on_change: Callable[[list[str]], Awaitable[None]],
+    *,
+    debounce_ms: int = DEBOUNCE_MS,
+    stop_event: anyio.Event | None = None,
+) -> None:
+    """Call ``on_change(file names)`` after each debounced burst of changes to scenario files."""
+    async for changes in awatch(root, debounce=debounce_ms, step=20, recursive=False,
+                                stop_event=stop_event, rust_timeout=500):
+        names = sorted({Path(path).name for _, path in changes if is_scenario_file(Path(path).name)})
+        if names:
+            await on_change(names)
+
+
+def describe_changes(changes: list[dict[str, Any]], names: list[str]) -> str:
+    """One line per script that changed: calls added / removed / changed."""
+    if not changes:
+        return "reloaded: no call changed"
+    parts = []
+    for change in changes:
+        i = change["script"]
+        name = names[i] if i < len(names) else "(removed script)"
+        parts.append(f"[{i}] {name or '(no id)'}: +{change['added']} added, "
+                     f"-{change['removed']} removed, ~{change['changed']} changed")
+    return "reloaded: " + "; ".join(parts)

@@ -1,0 +1,388 @@
+"""The override editor: author ``replay.override.json`` for one primary call, preview, save.
+
+Pushed over the debugger with ``o`` on a selected primary call. Dismisses True
+once it saved (``saved`` then says exactly what was written, so the app's file
+watcher can recognise its own write), False when closed without saving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
+from replay_engine.authoring_files import Rename
+from replay_engine.errors import ReplayError, SidecarError
+from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
+from replay_engine.scenario import Scenario
+
+from ..widgets.override_confirm import ConfirmDiscardScreen
+from ..widgets.override_preview import OverridePreview
+
+CHILD_NOTE = (
+    "Override sidecars (replay.override.json) apply to the primary session only; a child "
+    "script is always served exactly as recorded. Select a call of the primary script to edit it."
+)
+
+
+def _first_problem(exc: ReplayError) -> str:
+    """The first line of an error, or the entry-JSON problem with its line and column."""
+    if isinstance(exc, EntryTextError) and exc.problems:
+        p = exc.problems[0]
+        where = f"{p.location}: " if p.location else ""
+        more = f" (+{len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        return f"line {p.line}, column {p.column}: {where}{p.message}{more}"
+    problems = getattr(exc, "problems", None)
+    if isinstance(problems, list) and problems and isinstance(problems[0], str):
+        return problems[0]
+    return exc.message.splitlines()[0]
+
+
+def entry_text(entry: AnyEntry | None) -> str:
+    """The editor pane's text for an entry (2-space JSON)."""
+    return "" if entry is None else json.dumps(entry_to_json(entry), indent=2, ensure_ascii=False)
+
+
+class OverrideEditorScreen(ModalScreen[bool]):
+    """Throw here, hang here, edit the entry JSON, append, remove, preview and save."""
+
+    DEFAULT_CSS = """
+    OverrideEditorScreen { align: center middle; }
+    #oe-root { width: 96%; height: 96%; border: thick $primary; background: $surface; }
+    #oe-title { height: auto; padding: 0 1; background: $panel; }
+    #oe-body { height: 1fr; }
+    #oe-form { width: 2fr; min-width: 48; padding: 0 1; }
+    #oe-preview { width: 3fr; }
+    .oe-row { height: auto; }
+    .oe-row Input { width: 1fr; }
+    .oe-head { margin-top: 1; text-style: bold; }
+    #oe-index, #oe-prefix { width: 12; }
+    #oe-json { height: 1fr; min-height: 6; }
+    #oe-json-status { height: auto; max-height: 4; }
+    #oe-json-status.invalid { color: $error; }
+    #oe-status { height: auto; max-height: 5; padding: 0 1; }
+    #oe-status.error { color: $error; text-style: bold; }
+    #oe-actions { height: auto; padding: 0 1; }
+    #oe-actions Button, .oe-row Button { margin-left: 1; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("ctrl+s", "save", "Save"),
+    ]
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        call_index: int,
+        served_prefix: int | None = None,
+        *,
+        script_index: int = 0,
+        rename: Rename | None = None,
+    ) -> None:
+        super().__init__()
+        self.scenario = scenario
+        self.index = call_index
+        self.served_prefix = served_prefix
+        scripts = scenario.scripts
+        self.is_child = not (0 <= script_index < len(scripts) and scripts[script_index].primary)
+        self.draft: OverrideDraft | None = None
+        self.saved: SavedSidecar | None = None
+        """What the last save wrote (None until it saved)."""
+        self.ready = asyncio.Event()
+        """Set once the draft is loaded (or failed to load) and the panes show it."""
+        self._rename = rename
+        self._json_error: EntryTextError | None = None
+        self._saving = False
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="oe-root"):
+            yield Static(id="oe-title")
+            if self.is_child:
+                yield Static(CHILD_NOTE, id="oe-child")
+            else:
+                with Horizontal(id="oe-body"):
+                    with Vertical(id="oe-form"):
+                        with Horizontal(classes="oe-row"):
+                            yield Label("call #")
+                            yield Input(str(self.index), type="integer", id="oe-index")
+                        yield Label("Throw here", classes="oe-head")
+                        yield Input(placeholder="message", id="oe-message")
+                        yield Input(placeholder="code (AUTH, RATE_LIMIT, SERVER, HTTP_503…)",
+                                    id="oe-code")
+                        with Horizontal(classes="oe-row"):
+                            yield Label("keep first")
+                            yield Input(str(self.served_prefix or 0), type="integer",
+                                        id="oe-prefix")
+                            yield Label("recorded chunk(s)")
+                            yield Button("Throw here", id="oe-throw")
+                        yield Label("Hang here", classes="oe-head")
+                        with Horizontal(classes="oe-row"):
+                            yield Input(placeholder="readyFile (optional)", id="oe-ready")
+                            yield Button("Hang here", id="oe-hang")
+                        with Horizontal(classes="oe-row"):
+                            yield Button("Append call", id="oe-append")
+                            yield Button("Remove patch", id="oe-remove")
+                        yield Label("Entry JSON (a chunk list or a whole entry), checked as you "
+                                    "type", classes="oe-head")
+                        yield TextArea(id="oe-json", soft_wrap=False)
+                        yield Static(id="oe-json-status")
+                    yield OverridePreview(id="oe-preview")
+            yield Static(id="oe-status")
+            with Horizontal(id="oe-actions"):
+                if not self.is_child:
+                    yield Button("Save (ctrl+s)", variant="primary", id="oe-save")
+                yield Button("Close (esc)", id="oe-close")
+
+    async def on_mount(self) -> None:
+        if self.is_child:
+            self._set_title("Override editor")
+            self.ready.set()
+            return
+        try:
+            self.draft = await asyncio.to_thread(OverrideDraft.open, self.scenario)
+        except ReplayError as exc:
+            self._set_title("Override editor — the sidecar cannot be edited")
+            self._say(exc.message, error=True)
+            self.query_one("#oe-body").display = False
+            self.query_one("#oe-save", Button).disabled = True
+            self.ready.set()
+            return
+        length = len(self.draft.effective())
+        self._select(min(max(self.index, 0), max(length - 1, 0)))
+        if self.draft.form == "list":
+            self._say("This sidecar is a bare list that replaces the primary script; edits apply "
+                      "to its entries and Remove deletes an entry.")
+        self.ready.set()
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def has_unsaved_changes(self) -> bool:
+        """True when closing now would lose edits (draft changes or entry JSON not yet valid)."""
+        return self.draft is not None and (self.draft.dirty or self._json_error is not None)
+
+    def _set_title(self, text: str) -> None:
+        self.query_one("#oe-title", Static).update(Text(text, style="bold"))
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        status = self.query_one("#oe-status", Static)
+        status.update(Text(text))
+        status.set_class(error, "error")
+
+    def _refresh(self) -> None:
+        draft = self.draft
+        assert draft is not None
+        unsaved = " • unsaved changes" if self.has_unsaved_changes else ""
+        self._set_title(f"Override call #{self.index} of the primary session — {draft.path} "
+                        f"({draft.form} form){unsaved}")
+        self.query_one(OverridePreview).show(draft.compare(), self.index)
+
+    def _select(self, index: int) -> None:
+        """Edit call ``index``: show its effective entry in the JSON pane."""
+        assert self.draft is not None
+        self.index = index
+        box = self.query_one("#oe-index", Input)
+        if box.value != str(index):
+            box.value = str(index)
+        self.query_one("#oe-json", TextArea).load_text(entry_text(self.draft.entry_at(index)))
+        self._json_status(None)
+        self._refresh()
+
+    def _json_status(self, error: EntryTextError | None) -> None:
+        self._json_error = error
+        status = self.query_one("#oe-json-status", Static)
+        status.set_class(error is not None, "invalid")
+        status.update(Text("✗ " + _first_problem(error)) if error is not None
+                      else Text("✓ valid entry", style="green"))
+
+    def _apply_entry(self, entry: AnyEntry) -> None:
+        """Serve ``entry`` at the selected call; typing the recorded entry back drops the patch."""
+        draft = self.draft
+        assert draft is not None
+        current = draft.entry_at(self.index)
+        if current is not None and entry_to_json(current) == entry_to_json(entry):
+            return
+        derived = draft.derived
+        if (draft.form == "patches" and derived is not None and self.index < len(derived)
+                and entry_to_json(derived[self.index].entry) == entry_to_json(entry)):
+            draft.remove(self.index)
+        else:
+            draft.put(self.index, entry)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        if self.draft is None:
+            return
+        text = event.text_area.text
+        if not text.strip() and self.draft.entry_at(self.index) is None:
+            self._json_status(None)
+            return
+        try:
+            entry = parse_entry_text(text, "entry JSON")
+            self._apply_entry(entry)
+        except EntryTextError as exc:
+            self._json_status(exc)
+        except SidecarError as exc:
+            self._say(_first_problem(exc), error=True)
+        else:
+            self._json_status(None)
+        self._refresh()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "oe-index" or self.draft is None:
+            return
+        event.stop()
+        length = len(self.draft.effective())
+        try:
+            index = int(event.value)
+        except ValueError:
+            return
+        if index == self.index:
+            return
+        if not 0 <= index < length:
+            self._say(f"call {index} does not exist: the effective script has {length} call(s) "
+                      f"(0..{length - 1}); Append call adds one.", error=True)
+            return
+        if self._json_error is not None:
+            self._say("Fix or revert the entry JSON before switching calls.", error=True)
+            event.input.value = str(self.index)
+            return
+        self._say("")
+        self._select(index)
+
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        handlers = {
+            "oe-throw": self._throw, "oe-hang": self._hang, "oe-append": self._append,
+            "oe-remove": self._remove,
+        }
+        if event.button.id in handlers:
+            handlers[event.button.id]()
+        elif event.button.id == "oe-save":
+            await self.action_save()
+        elif event.button.id == "oe-close":
+            self.action_close()
+
+    def _edit(self, describe: str) -> None:
+        """Finish an edit: reload the JSON pane from the draft and report it."""
+        self._select(self.index)
+        self._say(describe)
+
+    def _guarded(self) -> OverrideDraft | None:
+        if self.draft is None:
+            return None
+        if self._json_error is not None:
+            self._say("Fix or revert the entry JSON first: " + _first_problem(self._json_error),
+                      error=True)
+            return None
+        return self.draft
+
+    def _throw(self) -> None:
+        draft = self._guarded()
+        if draft is None:
+            return
+        prefix_text = self.query_one("#oe-prefix", Input).value.strip() or "0"
+        try:
+            prefix = int(prefix_text)
+        except ValueError:
+            self._say(f"keep first: {prefix_text!r} is not a whole number.", error=True)
+            return
+        message = self.query_one("#oe-message", Input).value
+        code = self.query_one("#oe-code", Input).value
+        try:
+            draft.throw_here(self.index, message, code, prefix)
+        except SidecarError as exc:
+            self._say(_first_problem(exc), error=True)
+            return
+        self._edit(f"call #{self.index} now throws {code} after {prefix} chunk(s).")
+
+    def _hang(self) -> None:
+        draft = self._guarded()
+        if draft is None:
+            return
+        ready = self.query_one("#oe-ready", Input).value.strip() or None
+        try:
+            draft.hang_here(self.index, ready)
+        except SidecarError as exc:
+            self._say(_first_problem(exc), error=True)
+            return
+        self._edit(f"call #{self.index} now hangs until cancelled"
+                   + (f" (readyFile {ready})." if ready else "."))
+
+    def _append(self) -> None:
+        draft = self._guarded()
+        if draft is None:
+            return
+        recorded = list(draft.recorded_chunks(self.index)) if draft.effective() else []
+        try:
+            index = draft.append(ChunksEntry(chunks=recorded))
+        except SidecarError as exc:
+            self._say(_first_problem(exc), error=True)
+            return
+        self._select(index)
+        self._say(f"appended call #{index} (a copy of the recorded call's chunks; edit it above).")
+
+    def _remove(self) -> None:
+        draft = self._guarded()
+        if draft is None:
+            return
+        try:
+            draft.remove(self.index)
+        except SidecarError as exc:
+            self._say(_first_problem(exc), error=True)
+            return
+        removed = self.index
+        self._select(max(0, min(self.index, len(draft.effective()) - 1)))
+        self._say(f"call #{removed}: patch removed." if draft.form == "patches"
+                  else f"entry #{removed} removed from the list.")
+
+    # -- actions --------------------------------------------------------------------------
+
+    async def action_save(self) -> None:
+        """Validate and write the sidecar atomically; never writes an invalid document."""
+        draft = self.draft
+        if draft is None or self._saving:
+            return
+        if self._json_error is not None:
+            self._say("Not saved: the entry JSON is invalid — " + _first_problem(self._json_error),
+                      error=True)
+            return
+        self._saving = True
+        try:
+            saved = await asyncio.to_thread(draft.save, rename=self._rename)
+        except ReplayError as exc:
+            self._say("Not saved: " + exc.message, error=True)
+            return
+        except OSError as exc:
+            self._say(f"Not saved: cannot write {draft.path} ({exc.strerror or exc}); the file on "
+                      "disk is unchanged.", error=True)
+            return
+        finally:
+            self._saving = False
+        self.saved = saved
+        self.dismiss(True)
+
+    def action_close(self) -> None:
+        """Close; asks first when there are unsaved changes."""
+        if not self.has_unsaved_changes:
+            self.dismiss(False)
+            return
+        assert self.draft is not None
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(False)
+
+        self.app.push_screen(ConfirmDiscardScreen(self.draft.path.name), answered)

@@ -1,0 +1,204 @@
+"""The call pane: assembled output, chunk list, live request vs recorded context, raw JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static, TabbedContent, TabPane
+
+from replay_engine.engine import CallRecord
+from replay_engine.models import SessionScript
+
+from ..callview import (
+    ContextItem,
+    assemble,
+    context_range,
+    diff_context,
+    entry_chunks,
+    live_new_messages,
+    pretty_arguments,
+    read_recorded_context,
+)
+from .chunk_list import ChunkList, TextLines
+
+MARK_STYLE = {"=": "green", "≠": "bold red", "+": "bold yellow", "-": "bold yellow"}
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """Everything the pane shows about one call."""
+
+    script: SessionScript
+    script_index: int
+    call_index: int
+    record: CallRecord | None
+    served: int | None
+
+
+class CallPane(Widget):
+    """Tabs over the selected call; only the active tab is rendered."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view: CallView | None = None
+        self._dirty: set[str] = set()
+        self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
+        self.context_loaded = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial="output", id="call-tabs"):
+            with TabPane("Output", id="output"), VerticalScroll():
+                yield Static("Select a call in the scripts pane.", id="output-text")
+            with TabPane("Chunks", id="chunks"):
+                yield ChunkList(id="chunk-list")
+            with TabPane("Request", id="request"), VerticalScroll():
+                yield Static("", id="request-text")
+            with TabPane("Raw", id="raw"):
+                yield TextLines(id="raw-lines")
+
+    @property
+    def active(self) -> str:
+        """The id of the active tab."""
+        return self.query_one(TabbedContent).active or "output"
+
+    def show(self, view: CallView | None) -> None:
+        """Show a call (or nothing); called on selection and on live updates of the call."""
+        same = (
+            view is not None and self.view is not None
+            and (view.script is self.view.script and view.script_index == self.view.script_index
+                 and view.call_index == self.view.call_index)
+        )
+        previous = self.view
+        self.view = view
+        if same and previous is not None and view is not None and previous.record is view.record:
+            # Only the served count moved: repaint the highlight, nothing else.
+            self.query_one(ChunkList).set_served(view.served)
+            if view.record is not None and self.active == "request":
+                self._render_tab("request")
+            return
+        self._dirty = {"output", "chunks", "request", "raw"}
+        self._render_tab(self.active)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._render_tab(event.pane.id or "output")
+
+    def _render_tab(self, tab: str) -> None:
+        view = self.view
+        if tab == "chunks":
+            chunks = entry_chunks(view.script.entries[view.call_index]) if view else ()
+            self.query_one(ChunkList).set_chunks(chunks, view.served if view else None)
+        elif tab in self._dirty or tab == "request":
+            if tab == "output":
+                self.query_one("#output-text", Static).update(self._output())
+            elif tab == "request":
+                self.query_one("#request-text", Static).update(self._request())
+            elif tab == "raw":
+                lines: list[str] = []
+                if view is not None:
+                    item = view.script.entries[view.call_index]
+                    lines = json.dumps(item.to_json(with_origin=True), indent=2,
+                                       ensure_ascii=False).splitlines()
+                self.query_one(TextLines).set_lines(lines)
+        self._dirty.discard(tab)
+
+    def _title(self) -> Text:
+        view = self.view
+        assert view is not None
+        item = view.script.entries[view.call_index]
+        chunks = len(entry_chunks(item))
+        title = Text(f"call #{view.call_index} of [{view.script_index}] "
+                     f"{view.script.recorded_id or '(no id)'}", style="bold")
+        key = f"  key {item.call_key}" if item.call_key else ""
+        lines = f"  lines {item.lines[0]}-{item.lines[1]}" if item.lines else ""
+        title.append(f"{key}  {item.entry.kind}  {item.origin}  {chunks} chunk(s){lines}",
+                     style="dim")
+        return title
+
+    def _output(self) -> RenderableType:
+        view = self.view
+        if view is None:
+            return Text("Select a call in the scripts pane.")
+        item = view.script.entries[view.call_index]
+        out = assemble(item)
+        parts: list[RenderableType] = [self._title()]
+        for block in out.blocks:
+            if block.kind == "tool-call":
+                head = f"── tool call {block.name or '?'}" + (f" ({block.call_id})" if block.call_id else "")
+                parts += [Text(head, style="bold cyan"), Text(pretty_arguments(block.text))]
+            else:
+                style = "bold magenta" if block.kind == "reasoning" else "bold green"
+                parts += [Text(f"── {block.kind}", style=style),
+                          Text(block.text, style="italic" if block.kind == "reasoning" else "")]
+        if out.usage is not None:
+            usage = " · ".join(f"{k} {v}" for k, v in out.usage.items())
+            parts.append(Text(f"── usage: {usage}", style="yellow"))
+        parts.append(Text(f"── finish: {out.finish or '-'}", style="bold"))
+        if out.error:
+            parts.append(Text(f"── {out.error}", style="bold red"))
+        return Group(*parts)
+
+    def _request(self) -> RenderableType:
+        view = self.view
+        if view is None:
+            return Text("Select a call in the scripts pane.")
+        head = self._title()
+        record = view.record
+        if record is None:
+            live: list[ContextItem] = []
+            head.append("\nnot requested yet in this run", style="italic")
+        else:
+            live = live_new_messages(record.messages)
+            head.append(f"\nlive request: call id {record.call_id}, session "
+                        f"{record.session if record.session is not None else '(anonymous)'}, "
+                        f"model {record.model or '-'}, {record.outcome}, "
+                        f"{record.chunks_served} chunk(s) served")
+        recorded = self._recorded_context(view)
+        if recorded is None:
+            head.append("\nno recorded context: this entry comes from the sidecar", style="dim")
+            recorded = []
+        table = Table(expand=True, show_lines=True)
+        table.add_column("", width=1)
+        table.add_column("live request (new messages)", ratio=1)
+        table.add_column("recorded context (log)", ratio=1)
+        for mark, a, b in diff_context(live, recorded):
+            table.add_row(
+                Text(mark, style=MARK_STYLE[mark]),
+                Text(f"{a.role}: {a.text}") if a else Text(""),
+                Text(f"{b.role}: {b.text}") if b else Text(""),
+            )
+        return Group(head, table)
+
+    def _recorded_context(self, view: CallView) -> list[ContextItem] | None:
+        span = context_range(view.script, view.call_index)
+        if span is None or view.script.file is None:
+            return None
+        key = (view.script.file, span[0], span[1])
+        cached = self._context_cache.get(key)
+        if cached is None:
+            self.context_loaded.clear()
+            self.run_worker(self._load_context(key), exclusive=True, group="context")
+            return []
+        return cached
+
+    async def _load_context(self, key: tuple[str, int, int]) -> None:
+        file, first, last = key
+        try:
+            items = await asyncio.to_thread(read_recorded_context, file, first, last)
+        except OSError as exc:
+            items = [ContextItem("error", f"cannot read {file}: {exc.strerror}")]
+        self._context_cache[key] = items
+        if self.active == "request":
+            self.query_one("#request-text", Static).update(self._request())
+        self.context_loaded.set()
+
+    def forget_context(self) -> None:
+        """Drop cached recorded context (after a reload the logs may have changed)."""
+        self._context_cache.clear()

@@ -1,0 +1,39 @@
+"""The header: scenario, server URL, run, bound sessions, consumed, pace and step mode."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from replay_engine.engine import RunState
+
+
+class StatusHeader(Static):
+    """Two lines of facts about the run, repainted when they change."""
+
+    def show(self, *, scenario: str, url: str, state: RunState, breakpoints: int,
+             paused: int) -> None:
+        """Render the facts (nothing here reads a clock, so snapshots are stable)."""
+        bound = len(state.bindings)
+        text = Text()
+        text.append("dsh-replay ", style="bold")
+        text.append(scenario, style="bold cyan")
+        text.append("  ")
+        text.append(url, style="underline")
+        text.append(f"  run {state.run}")
+        text.append("\n")
+        text.append(f"bound {bound}/{state.scripts}  ")
+        if state.consumed:
+            text.append("consumed ✓", style="bold green")
+        else:
+            text.append("not consumed", style="yellow")
+        text.append(f"  pace {state.pace.describe()}  mode ")
+        text.append(state.mode, style="bold" if state.mode == "run" else "bold yellow")
+        if breakpoints:
+            text.append(f"  breakpoints {breakpoints}", style="red")
+        if paused:
+            text.append(f"  PAUSED {paused}", style="bold black on yellow")
+        hanging = sum(1 for b in state.bindings if b.status == "hanging")
+        if hanging:
+            text.append(f"  HANGING {hanging}", style="bold white on red")
+        self.update(text)

@@ -22,6 +22,7 @@ from .errors import (
     AbortedError,
     InputError,
     NotConsumedError,
+    PlaceholderError,
     ReplayError,
     ScriptedFailure,
     ScriptExhaustedError,
@@ -429,6 +430,9 @@ class ReplayEngine:
         try:
             call.entry = self._resolve(scripted.entry, messages)
         except ReplayError as exc:
+            if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
+                exc.message += (f" [{session_label(session_id)}, script {binding.script_index}, "
+                                f"call {call_index}, run {run}]")
             self._end(call, "failed", exc)
             raise
         if self._mode != "run" or (binding.script_index, call_index) in self._breakpoints:

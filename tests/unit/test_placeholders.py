@@ -149,8 +149,10 @@ async def test_sample_placeholders_resolve_when_served() -> None:
 async def test_placeholder_error_fails_the_call_at_bind_time() -> None:
     engine = ReplayEngine(scripts([text("{{fromRequest:absent}}"), text("next")]))
     rec = Recorder(engine)
-    with pytest.raises(PlaceholderError):
+    with pytest.raises(PlaceholderError) as caught:
         engine.open_call("k", [{"content": "hello"}])
+    assert caught.value.message.endswith("[session k, script 0, call 0, run default]")
+    assert "no match for {{fromRequest:absent}}" in caught.value.message
     assert rec.kinds() == ["SessionBound", "CallStarted", "CallFailed"]
     failed = rec.events[-1]
     assert isinstance(failed, ev.CallFailed) and failed.code == "PLACEHOLDER"

@@ -17,9 +17,11 @@ FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens
 
 
 def text_entry(text: str, *, parts: int = 1) -> dict[str, Any]:
-    """A chunks entry streaming ``text`` in ``parts`` deltas."""
-    size = max(1, len(text) // parts)
-    pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    """A chunks entry streaming ``text`` in ``parts`` deltas (split after spaces)."""
+    words = text.split(" ")
+    size = -(-len(words) // parts)
+    pieces = [" ".join(words[i:i + size]) + (" " if i + size < len(words) else "")
+              for i in range(0, len(words), size)]
     return {"kind": "chunks", "chunks": [
         {"type": "block-start", "index": 0, "blockType": "text"},
         *({"type": "text-delta", "index": 0, "text": p} for p in pieces),

@@ -196,9 +196,9 @@ async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        print(url, flush=True)
         if args.url_file:
             write_atomic(args.url_file, url + "\n")
+        print(url, flush=True)
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -221,4 +221,15 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
               "this address can drive the replay and read the recorded sessions.",
               file=sys.stderr, flush=True)
-    return asyncio.run(_serve(args, scenario, pace, config))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(_serve(args, scenario, pace, config))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when installed (it roughly doubles uvicorn's throughput), else asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory

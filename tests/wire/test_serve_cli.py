@@ -1,0 +1,110 @@
+"""``dsh-replay serve`` as a real process, and its input errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+import pytest
+
+from replay_engine.cli import main as cli_main
+from replay_engine.cli_serve import load_serve_config
+from replay_engine.errors import ConfigError
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "replay_engine.cli", "serve", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_serve_subprocess_driven_by_the_sdk_then_sigterm(tmp_path: Path, samples: Path) -> None:
+    url_file = tmp_path / "url.txt"
+    config = tmp_path / "replay.toml"
+    config.write_text('paceMs = 1\n[[providers]]\nid = "deepseek"\n'
+                      '[[providers.models]]\nid = "deepseek-v4-flash"\n')
+    proc = _start(str(samples / "basic-chat"), "--port", "0", "--url-file", str(url_file),
+                  "--config", str(config))
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        assert url_file.read_text() == url + "\n"
+        client = openai.OpenAI(base_url=url + "/v1", api_key="replay", max_retries=0)
+        assert [m.id for m in client.models.list()] == ["deepseek-v4-flash"]
+        for _ in range(2):
+            stream = client.chat.completions.create(
+                model="deepseek-v4-flash", messages=[{"role": "user", "content": "hi"}],
+                stream=True, extra_headers={"X-Session-Id": "agent-1"})
+            finish = [c.choices[0].finish_reason for c in stream if c.choices][-1]
+            assert finish in ("tool_calls", "stop")
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["replay consumed (run default)"]
+    assert err.splitlines() == [
+        "session agent-1 script 0 call 1/2: finished (10 chunks)",
+        "session agent-1 script 0 call 2/2: finished (6 chunks)",
+    ]
+
+
+def test_serve_exits_3_when_not_consumed_and_warns_off_loopback(samples: Path) -> None:
+    proc = _start(str(samples / "basic-chat"), "--port", "0", "--host", "0.0.0.0")
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        client = openai.OpenAI(base_url=url.replace("0.0.0.0", "127.0.0.1") + "/v1",
+                               api_key="replay", max_retries=0)
+        client.chat.completions.create(model="m", messages=[])
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 3
+    assert out.splitlines() == ["replay NOT consumed (run default):",
+                                    "  - the anonymous session consumed 1/2 recorded call(s)"]
+    assert "warning: listening on 0.0.0.0, not loopback" in err
+
+
+@pytest.mark.parametrize(("name", "text", "wanted"), [
+    ("bad.json", '{"providers": [{"id": "p", "models": [{"id": "m", "contextWindow": 0}]}]}',
+     "providers[0].models[0].contextWindow: Input should be greater than 0"),
+    ("bad.json", '{"paceMs": -1}', "paceMs: Input should be greater than or equal to 0"),
+    ("bad.json", '{"providers": [}', "line 1, column 16: not valid JSON"),
+    ("bad.toml", "paceMs = [", "not valid TOML"),
+    ("bad.toml", 'file = "x.jsonl"', "file: serve takes the scenario from its SCENARIO argument"),
+    ("bad.toml", 'colour = "red"', "colour: Extra inputs are not permitted"),
+])
+def test_config_errors_name_the_file_and_location(tmp_path: Path, name: str, text: str,
+                                                  wanted: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_serve_config(path)
+    assert caught.value.message.startswith(f"{path}: ")
+    assert wanted in caught.value.message
+
+
+def test_serve_input_errors_exit_1_without_serving(tmp_path: Path, samples: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"providers": [{"name": "no id"}]}))
+    assert cli_main(["serve", str(samples / "basic-chat"), "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dsh-replay: error [CONFIG]: ")
+    assert "providers[0].id: Field required" in err
+    broken = tmp_path / "broken"
+    shutil.copytree(samples / "basic-chat", broken)
+    (broken / "session.jsonl").write_text('{"type":"session"}\n{nope\n')
+    assert cli_main(["serve", str(broken), "--port", "0"]) == 1
+    assert "broken/session.jsonl:2: " in capsys.readouterr().err
+    assert cli_main(["serve", str(samples / "basic-chat"), "--pace", "fast"]) == 1
+    assert "expected recorded or recorded:SPEED" in capsys.readouterr().err

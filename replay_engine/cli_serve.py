@@ -175,7 +175,7 @@ def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
 async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
                  config: ReplayConfig | None) -> int:
     engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir)
-    engine.subscribe(call_logger(engine))
+    engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
     def reload() -> Scenario:

@@ -284,6 +284,7 @@ class ReplayEngine:
         self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
         self._runs: dict[str, _Run] = {}
         self._observers: list[Observer] = []
+        self._call_observers: list[Observer] = []
         self._next_call_id = 1
         self._mode: StepMode = "run"
         self._breakpoints: set[tuple[int, int]] = set()
@@ -292,18 +293,26 @@ class ReplayEngine:
 
     # -- observation -------------------------------------------------------------------
 
-    def subscribe(self, callback: Observer) -> Callable[[], None]:
-        """Call ``callback`` with every event; returns a function that unsubscribes."""
-        self._observers.append(callback)
+    def subscribe(self, callback: Observer, *, chunks: bool = True) -> Callable[[], None]:
+        """Call ``callback`` with every event; returns a function that unsubscribes.
+
+        ``chunks=False`` skips the per-chunk ``ChunkServed`` events: streams stay cheaper
+        when no observer needs them.
+        """
+        target = self._observers if chunks else self._call_observers
+        target.append(callback)
 
         def unsubscribe() -> None:
-            if callback in self._observers:
-                self._observers.remove(callback)
+            if callback in target:
+                target.remove(callback)
 
         return unsubscribe
 
     def _emit(self, event: ev.EngineEvent) -> None:
-        for callback in list(self._observers):
+        self._deliver([*self._observers, *self._call_observers], event)
+
+    def _deliver(self, callbacks: list[Observer], event: ev.EngineEvent) -> None:
+        for callback in callbacks:
             try:
                 callback(event)
             except Exception:  # an observer's bug must not break a stream
@@ -546,9 +555,13 @@ class ReplayEngine:
                 chunks = entry.chunks
                 paced = True
             for index, chunk in enumerate(chunks):
-                await self._gate(call)
+                # Hot loop: only await the gate / the pace when they can hold the chunk.
+                if call.budget == 0 and not call.run_to_end:
+                    await self._gate(call)
                 if paced:
-                    await self._wait(call, self._delay(call, index))
+                    delay = self._delay(call, index)
+                    if delay > 0:
+                        await self._wait(call, delay)
                 if call.cancelled:
                     raise AbortedError()
                 call.served += 1
@@ -556,8 +569,9 @@ class ReplayEngine:
                     call.budget = max(call.budget - 1, 0)
                 if self._mode == "chunk" and not call.run_to_end:
                     call.budget = 0
-                self._emit(ev.ChunkServed(call.run, call.key, call.script_index, call.call_index,
-                                          call.id, index))
+                if self._observers:
+                    self._deliver(list(self._observers), ev.ChunkServed(
+                        call.run, call.key, call.script_index, call.call_index, call.id, index))
                 yield chunk
             if isinstance(entry, ThrowEntry):
                 if not entry.chunks:

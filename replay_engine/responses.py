@@ -141,7 +141,7 @@ class CallStream:
                         pending.append(data)
                     served += 1
                     turn = served % YIELD_EVERY == 0
-                    if turn or served == 1 or not ready():
+                    if turn or (pending and not started) or not ready():
                         if pending:
                             if not started:
                                 await send(start)

@@ -183,17 +183,20 @@ class StreamEncoder:
         self._head = head
         self._choice = head + b',"choices":[{"index":0,"delta":'
         self._tail = b',"finish_reason":null}]}\n\n'
+        self._content = self._choice + b'{"content":'
+        self._reasoning = self._choice + b'{"reasoning_content":'
+        self._delta_end = b"}" + self._tail
+        self._had_delta = self._blocks.had_delta
 
     def encode(self, chunk: dict[str, Any]) -> bytes | None:
         """The SSE event(s) for one recorded chunk, or None when it maps to nothing."""
         kind = chunk.get("type")
         if kind == "text-delta":
-            self._blocks.had_delta.add(chunk.get("index"))
-            return self._choice + b'{"content":' + _encode(chunk.get("text", "")) + b"}" + self._tail
+            self._had_delta.add(chunk.get("index"))
+            return b"".join((self._content, _encode(chunk.get("text", "")), self._delta_end))
         if kind == "reasoning-delta":
-            self._blocks.had_delta.add(chunk.get("index"))
-            return (self._choice + b'{"reasoning_content":' + _encode(chunk.get("text", ""))
-                    + b"}" + self._tail)
+            self._had_delta.add(chunk.get("index"))
+            return b"".join((self._reasoning, _encode(chunk.get("text", "")), self._delta_end))
         if kind == "usage":
             wire = usage_to_wire(chunk.get("usage"))
             if self._finished:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import gc
 import math
+import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -131,9 +133,24 @@ class Deriver:
             self._first_line = line
         self._last_line = line
         self._chunks.append(chunk)
-        self._times.append(_as_time(time))
+        self._times.append(time if type(time) is int and -(2**63) < time < 2**63 else _as_time(time))
         if isinstance(chunk, dict) and chunk.get("type") == "finish":
             self._add(key, self._chunks, self._times)
+
+    def run(self, key: str, chunks: list[dict[str, Any]], times: array[int], line: int) -> None:
+        """The delta chunks of one packed row at once (same as ``chunk`` per member; never a finish)."""
+        if self._key != key:
+            if self._key is not None:
+                self._close()
+            self._key = key
+            self._first_line = line
+        self._last_line = line
+        if self._chunks:
+            self._chunks.extend(chunks)
+            self._times.extend(times)
+        else:
+            self._chunks = chunks
+            self._times = times
 
     def compaction(self, data: Any, time: Any, line: int) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true."""
@@ -218,12 +235,18 @@ def derive_replay_script(events: list[Any], file: str | None = None) -> list[Scr
 
 
 # --- the streaming loader ---------------------------------------------------------------
+#
+# Each line is decoded once into a small Struct holding only what derivation reads (type,
+# time, data.turn/step/chunk): the payloads of the events it ignores are skipped, never
+# built. Packed rows are checked by a strict Struct and expanded a whole row at a time.
+# Anything unusual on a line (blank, not an object, malformed, an odd packed row, a
+# compaction) goes through ``_slow_line``: the exact rules of ``parse_session_log`` and
+# ``derive_replay_script``, so results and errors (naming the line) are the same. Content
+# inside ignored payloads is checked for JSON syntax only.
 
-
-class _Event(msgspec.Struct, gc=False):
-    type: Any = None
-    time: Any = None
-    data: msgspec.Raw = msgspec.Raw(b"")
+_MAX_SAFE = 2**53 - 1
+_MAX_RUN = 1000
+"""Packed rows up to this many members cannot leave int64 times (1000 * 2^53 < 2^63)."""
 
 
 class _ChunkData(msgspec.Struct, gc=False):
@@ -232,9 +255,40 @@ class _ChunkData(msgspec.Struct, gc=False):
     chunk: Any = None
 
 
+class _Event(msgspec.Struct, gc=False):
+    """What derivation reads of a line; other keys (and other events' payloads) are skipped."""
+
+    type: Any = None
+    time: Any = None
+    data: _ChunkData | None = None
+
+
+_SafeInt = Annotated[int, msgspec.Meta(ge=-_MAX_SAFE, le=_MAX_SAFE)]
+
+
+class _PackedData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int | float
+    step: int | float
+    index: int | float
+    dt: list[_SafeInt]
+    texts: list[str] | msgspec.UnsetType = msgspec.UNSET
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    name: str | msgspec.UnsetType = msgspec.UNSET
+    args: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A packed row as SPEC section 2 allows it (integers given as floats go the slow way)."""
+
+    type: str
+    seq0: Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)]
+    time0: _SafeInt
+    data: _PackedData
+
+
 _event_decoder = msgspec.json.Decoder(_Event)
-_chunk_decoder = msgspec.json.Decoder(_ChunkData)
-_any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+_pack = struct.pack
+_packed_decoder = msgspec.json.Decoder(_PackedRow)
 
 
 @contextmanager
@@ -266,94 +320,206 @@ def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = 
     except OSError as exc:
         raise LogParseError(f"{file}: cannot read the session log ({exc.strerror}).", file=file) from None
     with handle, _gc_paused():
-        return _derive_lines(enumerate(handle, 1), file, seed_length)
+        return _derive_lines(handle, file, seed_length)
 
 
 def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> LoadedLog:
     """Derive a log held in memory (same rules as ``load_log``)."""
     with _gc_paused():
-        return _derive_lines(enumerate(data.split(b"\n"), 1), file, seed_length)
+        return _derive_lines(data.split(b"\n"), file, seed_length)
 
 
-def _derive_lines(lines: Any, file: str | None, use_seed: bool) -> LoadedLog:
+Item = tuple[int, int, Any, Any, Any, int]
+"""(event index, what, ...): 0 = chunk (key, chunk, time), 1 = compaction (data, time, -),
+2 = packed run (key, chunks, times); then the line."""
+
+
+class _Sink:
+    """Feeds the deriver the events at or after the seed index (SPEC section 3, children)."""
+
+    __slots__ = ("deriver", "start", "pending")
+
+    def __init__(self, deriver: Deriver) -> None:
+        self.deriver = deriver
+        self.start = 0
+        self.pending: list[Item] | None = None
+        """Events kept until the end when a negative seed counts from the end."""
+
+    def put(self, item: Item) -> None:
+        if self.pending is not None:
+            self.pending.append(item)
+        elif item[0] + (len(item[3]) if item[1] == 2 else 1) > self.start:
+            _apply(self.deriver, item, self.start)
+
+    def finish(self, count: int) -> list[ScriptEntry]:
+        if self.pending is not None:
+            first = max(0, count + self.start)
+            for item in self.pending:
+                if item[0] + (len(item[3]) if item[1] == 2 else 1) > first:
+                    _apply(self.deriver, item, first)
+        return self.deriver.finish()
+
+
+def _apply(deriver: Deriver, item: Item, first: int) -> None:
+    index, what, a, b, c, line = item
+    if what == 0:
+        deriver.chunk(a, b, c, line)
+    elif what == 1:
+        deriver.compaction(a, b, line)
+    else:
+        skip = first - index
+        if skip > 0:
+            b, c = b[skip:], c[skip:]
+        deriver.run(a, b, c, line)
+
+
+def _slow_line(raw: bytes, number: int, index: int, sink: _Sink, file: str | None) -> int:
+    """One line by the exact generic rules; returns the next event index."""
+    blank, value = decode_line(raw, file, number)
+    if blank:
+        return index
+    if value is None:
+        raise null_event_error(file, number)
+    if not isinstance(value, dict):
+        return index + 1
+    kind = value.get("type")
+    if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:
+        for turn, step, t, chunk in expand_packed_row(value, file, number):
+            sink.put((index, 0, call_key(turn, step), chunk, t, number))
+            index += 1
+        return index
+    if kind == "assistant/chunk":
+        data = value.get("data")
+        if not isinstance(data, dict):
+            data = {}
+        key = call_key(data.get("turn", _Undefined), data.get("step", _Undefined))
+        sink.put((index, 0, key, data.get("chunk"), value.get("time"), number))
+    elif kind == "compaction/summary":
+        sink.put((index, 1, value.get("data"), value.get("time"), None, number))
+    return index + 1
+
+
+def _packed_run(
+    raw: bytes, kind: str, texts_seen: dict[str, str]
+) -> tuple[str, list[dict[str, Any]], array[int]] | None:
+    """A well-formed, ordinary packed row as (key, chunks, times); None sends it the slow way.
+
+    Member texts repeat (they are model tokens), so equal ones share one string object.
+    """
+    share = texts_seen.setdefault
+    try:
+        row = _packed_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    data = row.data
+    turn, step, index, dt = data.turn, data.step, data.index, data.dt
+    if kind == "tool-call-chunks":
+        payload, ident, name = data.args, data.id, data.name
+        if (
+            isinstance(payload, msgspec.UnsetType)
+            or isinstance(ident, msgspec.UnsetType)
+            or not isinstance(data.texts, msgspec.UnsetType)
+        ):
+            return None
+    else:
+        payload = data.texts
+        if (
+            isinstance(payload, msgspec.UnsetType)
+            or not isinstance(data.args, msgspec.UnsetType)
+            or not isinstance(data.id, msgspec.UnsetType)
+            or not isinstance(data.name, msgspec.UnsetType)
+        ):
+            return None
+    count = len(payload)
+    if not 0 < count <= _MAX_RUN or len(dt) != count - 1:
+        return None
+    chunk_type = PACKED_CHUNK_TYPES[kind]
+    chunks: list[dict[str, Any]]
+    if kind != "tool-call-chunks":
+        chunks = [{"type": chunk_type, "index": index, "text": t} for t in map(share, payload, payload)]
+    elif isinstance(name, msgspec.UnsetType):
+        chunks = [
+            {"type": chunk_type, "index": index, "id": ident, "argumentsDelta": a}
+            for a in map(share, payload, payload)
+        ]
+    else:
+        chunks = [
+            {"type": chunk_type, "index": index, "id": ident, "name": name, "argumentsDelta": a}
+            for a in map(share, payload, payload)
+        ]
+    key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
+    times = array("q")
+    times.frombytes(_pack(f"{count}q", *accumulate(dt, initial=row.time0)))  # faster than array(iter)
+    return key, chunks, times
+
+
+def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> LoadedLog:
+    """Derive from the log's lines (split on b"\\n"); the header is the first non-blank line."""
     header: SessionHeader | None = None
-    # Events before the header is known are kept as (index, kind, a, b, c, line) items.
-    pending: list[tuple[int, int, Any, Any, Any, int]] | None = None
-    item: tuple[int, int, Any, Any, Any, int]
     deriver = Deriver(file)
+    sink = _Sink(deriver)
+    put = sink.put
+    add_chunk = deriver.chunk
+    add_run = deriver.run
     start = 0
+    direct = True  # no seed to honour (or it is passed): feed the deriver, not the sink
     index = 0
+    number = 0
     ev_decode = _event_decoder.decode
-    chunk_decode = _chunk_decoder.decode
-    for number, raw in lines:
+    texts_seen: dict[str, str] = {}
+    for raw in lines:
+        number += 1
         if header is None:
             blank, value = decode_line(raw, file, number)
             if blank:
                 continue
             header = header_from_value(value, file, number)
             if use_seed:
-                seed = int(header.seedLength) if math.isfinite(header.seedLength) else 0
-                if seed < 0:
-                    pending = []
-                    start = seed
-                else:
-                    start = seed
+                seed = header.seedLength
+                start = sink.start = int(seed) if math.isfinite(seed) else 0
+                if start < 0:
+                    sink.pending = []
+                direct = start == 0
             continue
         try:
             event = ev_decode(raw)
-        except msgspec.ValidationError:
-            blank, value = decode_line(raw, file, number)
-            if blank:
-                continue
-            if value is None:
-                raise null_event_error(file, number) from None
-            index += 1
-            continue
         except msgspec.DecodeError:
-            blank, value = decode_line(raw, file, number)
-            if blank:
-                continue
-            raise AssertionError("decode_line accepted a line msgspec rejected") from None
+            index = _slow_line(raw, number, index, sink, file)
+            continue
         kind = event.type
         if kind == "assistant/chunk":
-            try:
-                data = chunk_decode(event.data) if len(event.data) else _ChunkData()
-            except msgspec.ValidationError:
-                data = _ChunkData()
-            item = (index, 0, call_key(data.turn, data.step), data.chunk, event.time, number)
-            index += 1
-        elif kind == "compaction/summary":
-            payload = _any_decoder.decode(event.data) if len(event.data) else None
-            item = (index, 1, payload, event.time, None, number)
-            index += 1
-        elif kind in PACKED_CHUNK_TYPES:
-            row = _any_decoder.decode(raw)
-            for turn, step, t, chunk in expand_packed_row(row, file, number):
+            data = event.data
+            if data is None:
+                turn = step = _Undefined
+                chunk = None
+            else:
+                turn, step, chunk = data.turn, data.step, data.chunk
+            if type(turn) is int and type(step) is int:
+                key = f"{turn}/{step}"
+            else:
                 key = call_key(turn, step)
-                if pending is not None:
-                    pending.append((index, 0, key, chunk, t, number))
-                elif index >= start:
-                    deriver.chunk(key, chunk, t, number)
-                index += 1
-            continue
+            if direct:
+                add_chunk(key, chunk, event.time, number)
+            else:
+                put((index, 0, key, chunk, event.time, number))
+                direct = sink.pending is None and index + 1 >= start
+            index += 1
+        elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
+            run = _packed_run(raw, kind, texts_seen)
+            if run is None:
+                index = _slow_line(raw, number, index, sink, file)
+                direct = sink.pending is None and index >= start
+            else:
+                key, chunks, times = run
+                if direct:
+                    add_run(key, chunks, times, number)
+                else:
+                    put((index, 2, key, chunks, times, number))
+                index += len(chunks)
+                direct = sink.pending is None and index >= start
+        elif kind == "compaction/summary":
+            index = _slow_line(raw, number, index, sink, file)
+            direct = sink.pending is None and index >= start
         else:
             index += 1
-            continue
-        if pending is not None:
-            pending.append(item)
-        elif item[0] >= start:
-            _apply(deriver, item)
-    if pending is not None:
-        first = max(0, index + start)
-        for item in pending:
-            if item[0] >= first:
-                _apply(deriver, item)
-    return LoadedLog(header or SessionHeader(), deriver.finish(), index)
-
-
-def _apply(deriver: Deriver, item: tuple[int, int, Any, Any, Any, int]) -> None:
-    _, kind, a, b, c, line = item
-    if kind == 0:
-        deriver.chunk(a, b, c, line)
-    else:
-        deriver.compaction(a, b, line)
+    return LoadedLog(header or SessionHeader(), sink.finish(index), index)

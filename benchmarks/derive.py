@@ -1,0 +1,175 @@
+"""Benchmark: load + derive a ~100 MB session log against a decode-only floor.
+
+Run by hand: ``python3 benchmarks/derive.py [--mb 100] [--reps 5]``. The log is
+generated once into ``benchmarks/_data/`` (reused afterwards). Target on a
+2-core machine: <= 1.0 s wall (>= 100 MB/s) and peak RSS <= 2.5x the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import msgspec  # noqa: E402
+from gen import ensure_log, write_log  # noqa: E402
+
+from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
+from replay_engine.derive import load_log  # noqa: E402
+
+DATA = HERE / "_data"
+MB = 1_000_000
+
+RSS_CHILD = """
+import resource, sys, time
+sys.path.insert(0, {root!r})
+import replay_engine
+from replay_engine.derive import load_log
+from replay_engine.scenario import load_scenario
+def hwm():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+loaded = {call}
+t = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(base * 1024, peak * 1024, hwm() * 1024, t)
+"""
+
+
+def _timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each repetition (CPU time is steadier on a busy machine)."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    for _ in range(reps):
+        t, c = time.perf_counter(), time.process_time()
+        result = fn()
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+        del result
+        gc.collect()
+    return walls, cpus
+
+
+def _floor_json(path: Path) -> None:
+    loads = json.loads
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                loads(line)
+
+
+def _floor_msgspec(path: Path) -> None:
+    decode = msgspec.json.Decoder().decode
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                decode(line)
+
+
+def _rss(call: str) -> tuple[int, int, int, float]:
+    """Run ``call`` in a fresh interpreter; its baseline and peak RSS (bytes) and wall time.
+
+    Linux carries ru_maxrss over fork+exec, so this runs before the parent grows.
+    """
+    code = RSS_CHILD.format(root=str(HERE.parent), call=call)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    base, peak, hwm, wall = out.stdout.split()
+    return int(base), int(peak), int(hwm), float(wall)
+
+
+def _report(
+    name: str, timed: tuple[list[float], list[float]], size: int, floors: tuple[float, float] | None
+) -> tuple[float, float]:
+    walls, cpus = timed
+    best, median, cpu = min(walls), statistics.median(walls), min(cpus)
+    ratio = f"  {best / floors[0]:5.2f}x / cpu {cpu / floors[1]:5.2f}x json floor" if floors else ""
+    print(
+        f"  {name:32} best {best:6.3f} s  median {median:6.3f} s  cpu {cpu:6.3f} s"
+        f"  {size / MB / best:6.1f} MB/s{ratio}"
+    )
+    return best, cpu
+
+
+def _summary(entries: list[Any]) -> list[tuple[Any, ...]]:
+    return [(e.call_key, e.entry.chunks, list(e.times or ())) for e in entries]
+
+
+def check_equivalence(path: Path) -> None:
+    """The fast loader must derive exactly what the reference path derives."""
+    text = path.read_text(encoding="utf-8")
+    reference = derive_replay_script(parse_session_log(text, str(path)), str(path))
+    fast = load_log(path).entries
+    if _summary(fast) != _summary(reference):
+        raise SystemExit(f"MISMATCH: load_log({path}) differs from derive_replay_script(parse_session_log)")
+    chunks = sum(len(e.entry.chunks) for e in fast)
+    print(f"  equivalence on {path.name}: {len(fast)} calls, {chunks} chunks identical")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=int, default=100, help="log size in MB (10^6 bytes)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
+    args = parser.parse_args()
+
+    scenario = DATA / f"scenario-{args.mb}mb"
+    log = ensure_log(scenario / "session.jsonl", args.mb * MB)
+    small = DATA / "small.jsonl"
+    if not small.is_file():
+        write_log(small, 3 * MB, seed=7)
+    size = log.stat().st_size
+
+    # RSS first: a child inherits the parent's ru_maxrss, so the parent must still be small.
+    print("peak RSS of a fresh process doing only the load")
+    rss: dict[str, float] = {}
+    calls = {"load_log": f"load_log({str(log)!r})", "load_scenario": f"load_scenario({str(scenario)!r})"}
+    for name, call in calls.items():
+        base, peak, hwm, wall = _rss(call)
+        rss[name] = peak / size
+        print(
+            f"  {name:32} peak {peak / MB:6.1f} MB = {peak / size:4.2f}x file (VmHWM {hwm / MB:.1f} MB; "
+            f"interpreter + imports {base / MB:.1f} MB, the load adds {(peak - base) / size:4.2f}x)  "
+            f"wall {wall:.3f} s"
+        )
+
+    lines = log.read_bytes().count(b"\n")
+    loaded = load_log(log)
+    chunks = sum(len(e.entry.chunks) for e in loaded.entries)
+    print(
+        f"log {log.relative_to(HERE.parent)}: {size / MB:.1f} MB, {lines} lines, {loaded.event_count} events "
+        f"(packed rows expanded), {len(loaded.entries)} calls, {chunks} chunks kept"
+    )
+    del loaded
+    gc.collect()
+
+    print("correctness")
+    check_equivalence(small)
+
+    print(f"wall time ({args.reps} reps; 2 for the json floor)")
+    floors = _report("floor: json.loads per line", _timed(lambda: _floor_json(log), 2), size, None)
+    _report("floor: msgspec decode per line", _timed(lambda: _floor_msgspec(log), args.reps), size, floors)
+    best, cpu = _report("load_log", _timed(lambda: load_log(log), args.reps), size, floors)
+    _report("load_scenario(dir)", _timed(lambda: load_scenario(scenario), args.reps), size, floors)
+
+    target = size / (100 * MB)
+    print(
+        f"target: {size / MB / best:.0f} MB/s wall, {size / MB / cpu:.0f} MB/s cpu "
+        f"(>= 100: {'ok' if best <= target else 'wall MISSED'}{'' if cpu <= target else ', cpu MISSED'}); "
+        f"RSS {rss['load_log']:.2f}x file (<= 2.5: {'ok' if rss['load_log'] <= 2.5 else 'MISSED'})"
+    )
+
+
+if __name__ == "__main__":
+    main()

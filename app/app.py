@@ -105,6 +105,8 @@ class ReplayApp(App[str]):
         self._stop_watch = anyio.Event()
         self._unsubscribe = self.engine.subscribe(self._on_engine_event)
         self._demo_running = False
+        self._closed = False
+        self._widgets: tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane] | None = None
 
     # -- layout --------------------------------------------------------------------------
 
@@ -118,22 +120,41 @@ class ReplayApp(App[str]):
                 yield LivePane(id="live")
         yield Footer(compact=True)
 
-    @property
-    def scripts_view(self) -> ScriptsView:
-        """The scripts pane."""
-        return self.query_one(ScriptsView)
+    def _parts(self) -> tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane]:
+        # Kept from mount: a modal on top must not hide the main screen's widgets.
+        if self._widgets is None:
+            raise RuntimeError("the debugger is not mounted")
+        return self._widgets
 
     @property
-    def live_pane(self) -> LivePane:
-        """The live pane."""
-        return self.query_one(LivePane)
+    def header(self) -> StatusHeader:
+        """The header."""
+        return self._parts()[0]
 
     @property
     def banner(self) -> ErrorBanner:
         """The error banner."""
-        return self.query_one(ErrorBanner)
+        return self._parts()[1]
+
+    @property
+    def scripts_view(self) -> ScriptsView:
+        """The scripts pane."""
+        return self._parts()[2]
+
+    @property
+    def call_pane(self) -> CallPane:
+        """The call pane."""
+        return self._parts()[3]
+
+    @property
+    def live_pane(self) -> LivePane:
+        """The live pane."""
+        return self._parts()[4]
 
     def on_mount(self) -> None:
+        self._widgets = (self.query_one(StatusHeader), self.query_one(ErrorBanner),
+                         self.query_one(ScriptsView), self.query_one(CallPane),
+                         self.query_one(LivePane))
         self.scripts_view.focus()
         self.scripts_view.border_title = "Scripts"
         self.live_pane.border_title = "Live"
@@ -175,7 +196,7 @@ class ReplayApp(App[str]):
         self.banner.clear()
         changes = self.engine.reload(scenario.scripts)
         self.scripts_view.set_scripts(scenario.scripts)
-        self.query_one(CallPane).forget_context()
+        self.call_pane.forget_context()
         calls = sum(len(s.entries) for s in scenario.scripts)
         if initial or old is None:
             self.live_pane.log_event(f"loaded {self.options.scenario}: {len(scenario.scripts)} "
@@ -259,6 +280,8 @@ class ReplayApp(App[str]):
     def flush(self) -> None:
         """Apply buffered events: log lines, header, cursors, sessions, the selected call."""
         self._flush_timer = None
+        if self._closed or self._widgets is None:
+            return  # not mounted yet, or shutting down
         events, self._pending = self._pending, []
         self._chunks_pending = 0
         names = self._names()
@@ -271,7 +294,7 @@ class ReplayApp(App[str]):
                     line = Text.assemble(f"[run {event.run}] ", line)
                 self.live_pane.log_event(line)
         state = self.engine.state(self.run_name)
-        self.query_one(StatusHeader).show(
+        self.header.show(
             scenario=str(self.options.scenario), url=self.url_label, state=state,
             breakpoints=len(self.engine.breakpoints),
             paused=len(self.engine.paused_sessions(self.run_name)),
@@ -303,7 +326,7 @@ class ReplayApp(App[str]):
 
     def _show_selected(self) -> None:
         selected = self.scripts_view.selected()
-        pane = self.query_one(CallPane)
+        pane = self.call_pane
         if self.scenario is None or selected is None or selected[1] is None:
             pane.show(None)
             return
@@ -469,5 +492,6 @@ class ReplayApp(App[str]):
             await server.stop()
 
     async def on_unmount(self) -> None:
+        self._closed = True
         self._unsubscribe()
         await self.shutdown()

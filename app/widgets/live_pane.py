@@ -21,6 +21,8 @@ class LivePane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        self.sessions: list[str] = []
+        """Plain text of each bound-session row (what the table shows)."""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no session bound yet", style="dim"), id="sessions")
@@ -28,6 +30,7 @@ class LivePane(Vertical):
 
     def set_state(self, state: RunState, names: list[str]) -> None:
         """Repaint the sessions table from a run snapshot (``names``: recorded id per script)."""
+        self.sessions = []
         if not state.bindings:
             self.query_one("#sessions", Static).update(Text("no session bound yet", style="dim"))
             return
@@ -42,8 +45,9 @@ class LivePane(Vertical):
                 status += f" #{b.call_index} ({b.chunks_served} chunk(s))"
             if b.ready_file:
                 status += f" readyFile {b.ready_file}"
-            table.add_row(key, f"[{b.script_index}] {script}", f"{b.cursor}/{b.length}",
-                          Text(status, style=STATUS_STYLE[b.status]))
+            cells = (key, f"[{b.script_index}] {script}", f"{b.cursor}/{b.length}", status)
+            self.sessions.append("  ".join(cells))
+            table.add_row(*cells[:3], Text(status, style=STATUS_STYLE[b.status]))
         self.query_one("#sessions", Static).update(table)
 
     def log_event(self, line: str | Text) -> None:

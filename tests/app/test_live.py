@@ -1,0 +1,213 @@
+"""The debugger driving a real openai client against its embedded server: cursors, the step
+gate, breakpoints, cancel, reset, assert-consumed and the quit verdict."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import openai
+import pytest
+
+from app.screens.verdict import VerdictScreen
+from tests.app.apptools import client, make_app, stream_text, until
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.anyio
+BASIC = SAMPLES / "basic-chat"
+ANSWER = "The workspace has README.md and src. Hello!"
+
+
+def rows(app: object) -> list[str]:
+    view = app.scripts_view  # type: ignore[attr-defined]
+    return [view.row_text(i).plain for i in range(view.row_count)]
+
+
+def header(app: object) -> str:
+    return str(app.header.render())  # type: ignore[attr-defined]
+
+
+async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        assert "not consumed" in header(app) and "bound 0/1" in header(app)
+        sdk = client(app, "agent-1")
+        await stream_text(sdk)
+        await until(app, lambda: "bound 1/1" in header(app), "the binding")
+        await until(app, lambda: rows(app)[1].startswith("  ✓ #0"), "call 0 served")
+        assert rows(app)[2].startswith(" ›  #1"), rows(app)
+        assert "← agent-1 1/2 idle" in rows(app)[0]
+        assert app.live_pane.sessions == ["agent-1  [0] sample-basic-chat  1/2  idle"]
+        assert await stream_text(sdk) == ANSWER
+        await until(app, lambda: "consumed ✓" in header(app), "consumed")
+        assert rows(app)[2].startswith("  ✓ #1")
+        assert any("agent-1 call #1 finished" in line for line in app.live_pane.lines)
+        await sdk.close()
+        await pilot.press("q")
+    assert app.return_code == 0
+    assert app.return_value == "replay consumed (run default)"
+
+
+async def test_break_at_every_call_holds_the_client_until_a_key_is_pressed() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("2")
+        assert app.engine.mode == "call"
+        sdk = client(app, "s")
+        reader = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: app.engine.paused_sessions() == ["s"], "the call to pause")
+        assert "PAUSED 1" in header(app)
+        assert not reader.done()
+        assert app.engine.state().bindings[0].chunks_served == 0
+        await pilot.press("n")  # one chunk, then held again
+        await until(app, lambda: any("paused before chunk 1" in x for x in app.live_pane.lines))
+        assert not reader.done()
+        await pilot.press("e")  # run to the end of the call
+        assert await asyncio.wait_for(reader, 10) == ""  # call 0 is a tool call: no text
+        assert app.engine.journal()[0].outcome == "finished"
+        # The next call pauses too (mode call); continue releases it and the mode goes back to run.
+        second = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: app.engine.paused_sessions() == ["s"], "the second pause")
+        await pilot.press("c")
+        assert await asyncio.wait_for(second, 10) == ANSWER
+        assert app.engine.mode == "run"
+        await sdk.close()
+
+
+async def test_break_at_every_chunk_steps_one_chunk_per_key() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("3")
+        sdk = client(app, "s")
+        reader = asyncio.create_task(stream_text(sdk))
+        for served in range(3):
+            await until(app, lambda s=served: app.engine.state().bindings
+                        and app.engine.state().bindings[0].status == "paused"
+                        and app.engine.state().bindings[0].chunks_served == s,
+                        f"pause after {served}")
+            await pilot.press("n")
+        assert not reader.done()
+        await pilot.press("1")  # run mode releases everything
+        await asyncio.wait_for(reader, 10)
+        assert app.engine.journal()[0].chunks_served == 10
+        await sdk.close()
+
+
+async def test_breakpoint_on_a_call_pauses_only_that_call() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("down", "down", "b")  # header, #0, #1: breakpoint on call 1
+        assert app.engine.breakpoints == frozenset({(0, 1)})
+        await until(app, lambda: rows(app)[2].startswith("●"), "the breakpoint marker")
+        sdk = client(app, "s")
+        await stream_text(sdk)  # call 0 runs through
+        second = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: app.engine.paused_sessions() == ["s"], "the breakpoint")
+        assert not second.done()
+        await pilot.press("c")
+        assert await asyncio.wait_for(second, 10) == ANSWER
+        await pilot.press("b")
+        assert app.engine.breakpoints == frozenset()
+        await sdk.close()
+
+
+async def test_cancel_of_a_hang_ends_the_clients_stream_with_aborted(tmp_path: Path) -> None:
+    app = make_app(SAMPLES / "hang-ready-file", ready_dir=tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "h")
+        assert await stream_text(sdk) == "Ready."
+        hanging = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: "HANGING 1" in header(app), "the hang")
+        assert (tmp_path / "hang-ready.marker").exists()
+        assert any("HANGING until cancelled, readyFile" in x for x in app.live_pane.lines)
+        assert "HANGING #1" in app.live_pane.sessions[0]
+        assert "readyFile" in app.live_pane.sessions[0]
+        await pilot.press("x")
+        with pytest.raises(openai.APIError) as caught:
+            await asyncio.wait_for(hanging, 10)
+        assert caught.value.body == {"message": "aborted", "code": "ABORTED"}
+        await until(app, lambda: any("call #1 cancelled (ABORTED)" in x for x in app.live_pane.lines))
+        await sdk.close()
+
+
+async def test_cancel_all_hanging(tmp_path: Path) -> None:
+    app = make_app(SAMPLES / "hang-ready-file", ready_dir=tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "h")
+        await stream_text(sdk)
+        hanging = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: "HANGING 1" in header(app), "the hang")
+        await pilot.press("X")
+        with pytest.raises(openai.APIError):
+            await asyncio.wait_for(hanging, 10)
+        await sdk.close()
+
+
+async def test_reset_forgets_bindings_so_the_agent_can_start_again() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        first = client(app, "before")
+        await stream_text(first)
+        await until(app, lambda: "bound 1/1" in header(app))
+        await pilot.press("R")
+        await until(app, lambda: "bound 0/1" in header(app), "the reset")
+        assert app.live_pane.sessions == []
+        assert any("reset" in line for line in app.live_pane.lines)
+        again = client(app, "after")
+        await stream_text(again)
+        await until(app, lambda: "← after 1/2" in rows(app)[0], "the new binding")
+        await first.close()
+        await again.close()
+
+
+async def test_assert_consumed_lists_every_problem_then_passes() -> None:
+    app = make_app(SAMPLES / "nested-subagents")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "parent")
+        await stream_text(sdk)
+        await until(app, lambda: "bound 1/3" in header(app))
+        await pilot.press("a")
+        screen = app.screen
+        assert isinstance(screen, VerdictScreen)
+        assert screen.problems == app.engine.consumed_problems()
+        assert "2 recorded script(s) never bound to a live session" in screen.problems
+        assert any("session parent consumed 1/" in p for p in screen.problems)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, VerdictScreen)
+        await sdk.close()
+        await pilot.press("q")
+    assert app.return_code == 3
+    assert app.return_value is not None and app.return_value.startswith("replay NOT consumed")
+
+
+async def test_pace_keys_change_the_engine_pace() -> None:
+    app = make_app(BASIC, serve=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("minus", "minus")
+        assert app.engine.pace.ms == 20
+        await until(app, lambda: "pace 20ms" in header(app))
+        await pilot.press("plus")
+        assert app.engine.pace.ms == 5
+        await pilot.press("t")
+        assert app.engine.pace.mode == "recorded"
+        await until(app, lambda: "pace recorded x1" in header(app))
+
+
+async def test_demo_agent_drives_every_call() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: any(x.startswith("demo agent done") for x in app.live_pane.lines),
+                    "the demo agent")
+        assert "demo agent done (consumed: True)" in app.live_pane.lines
+        await until(app, lambda: "consumed ✓" in header(app))

@@ -234,7 +234,8 @@ def parse_session_log(text: str | bytes, file: str | None = None) -> list[Any]:
             continue
         if value is None:
             raise null_event_error(file, number)
-        if isinstance(value, dict) and value.get("type") in PACKED_CHUNK_TYPES:
+        kind = value.get("type") if isinstance(value, dict) else None
+        if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:  # a list "type" is no row
             events.extend(_expand_to_events(value, file, number))
         else:
             events.append(value)

@@ -344,3 +344,36 @@ async def test_unknown_call_index_is_refused(root: Path) -> None:
         assert screen.index == 0
         assert "call 7 does not exist: the effective script has 2 call(s)" in text_of(
             screen, "#oe-status")
+
+
+async def test_o_in_the_debugger_then_the_next_call_is_served_from_the_saved_file(
+        tmp_path: Path) -> None:
+    """The real debugger: ``o`` on primary call 1, throw here, save; its server then fails that
+    call for a real openai client (429 for RATE_LIMIT) after serving call 0 as recorded."""
+    import openai
+
+    from tests.app.apptools import client, copy_sample, make_app, stream_text
+    from tests.app.apptools import until as until_flush
+
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    app = make_app(root, serve=True)
+    async with app.run_test(size=(180, 50)) as pilot:
+        await app.ready.wait()
+        assert app.scripts_view.select(0, 1)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OverrideEditorScreen)
+                    and app.screen.ready.is_set())
+        editor = app.screen
+        assert isinstance(editor, OverrideEditorScreen) and editor.index == 1
+        await type_into(pilot, "#oe-message", "slow down")
+        await type_into(pilot, "#oe-code", "RATE_LIMIT")
+        await pilot.click("#oe-throw")
+        await pilot.press("ctrl+s")
+        await until_flush(app, lambda: app.engine.scripts[0].entries[1].entry.kind == "throw",
+                          "the reload after the save")
+        assert editor.saved is not None and editor.saved.is_current()
+        async with client(app, "s1") as sdk:
+            await stream_text(sdk)
+            with pytest.raises(openai.RateLimitError, match="slow down"):
+                await stream_text(sdk)
+    assert json.loads((root / SIDE).read_text())["patches"][0]["at"] == 1

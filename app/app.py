@@ -98,6 +98,8 @@ class ReplayApp(App[str]):
         self.url: str | None = None
         self.load_error: ReplayError | None = None
         self.ready = asyncio.Event()
+        self.watching = asyncio.Event()
+        """Set once the hot-reload watch is in place."""
         self._flushed = asyncio.Event()
         self._pending: list[ev.EngineEvent] = []
         self._chunks_pending = 0
@@ -230,7 +232,8 @@ class ReplayApp(App[str]):
             self.live_pane.log_event("changed: " + ", ".join(names))
             await self.load()
 
-        await watch_scenario(self.options.scenario, changed, stop_event=self._stop_watch)
+        await watch_scenario(self.options.scenario, changed, stop_event=self._stop_watch,
+                             on_ready=self.watching.set)
 
     # -- the embedded server ---------------------------------------------------------------
 

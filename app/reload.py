@@ -5,7 +5,8 @@ No Textual here: the app runs ``watch_scenario`` in a worker and reacts to its c
 
 from __future__ import annotations
 
-import re
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from replay_engine.scenario import CHILD_RE, PRIMARY_NAME
 from replay_engine.sidecar import SIDECAR_NAME
 
 DEBOUNCE_MS = 120
-TMP_RE = re.compile(r"^\.|~$|\.tmp$|\.swp$")
 
 
 def is_scenario_file(name: str) -> bool:
@@ -31,13 +31,33 @@ async def watch_scenario(
     *,
     debounce_ms: int = DEBOUNCE_MS,
     stop_event: anyio.Event | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Call ``on_change(file names)`` after each debounced burst of changes to scenario files."""
-    async for changes in awatch(root, debounce=debounce_ms, step=20, recursive=False,
-                                stop_event=stop_event, rust_timeout=500):
-        names = sorted({Path(path).name for _, path in changes if is_scenario_file(Path(path).name)})
-        if names:
-            await on_change(names)
+    """Call ``on_change(file names)`` after each debounced burst of changes to scenario files.
+
+    ``on_ready`` is called once the OS watch is in place (changes before it are not seen).
+    """
+    changes_of = awatch(root, debounce=debounce_ms, step=20, recursive=False,
+                        stop_event=stop_event, rust_timeout=500)
+    pending = asyncio.ensure_future(anext(changes_of))
+    await asyncio.sleep(0)  # one step of the generator: it registers the watch, then waits
+    if on_ready is not None:
+        on_ready()
+    try:
+        while True:
+            try:
+                changes = await pending
+            except StopAsyncIteration:
+                return
+            names = sorted({Path(p).name for _, p in changes if is_scenario_file(Path(p).name)})
+            if names:
+                await on_change(names)
+            pending = asyncio.ensure_future(anext(changes_of))
+    finally:
+        pending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await pending
+        await changes_of.aclose()
 
 
 def describe_changes(changes: list[dict[str, Any]], names: list[str]) -> str:

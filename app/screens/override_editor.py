@@ -205,19 +205,21 @@ class OverrideEditorScreen(ModalScreen[bool]):
         status.update(Text("✗ " + _first_problem(error)) if error is not None
                       else Text("✓ valid entry", style="green"))
 
-    def _apply_entry(self, entry: AnyEntry) -> None:
-        """Serve ``entry`` at the selected call; typing the recorded entry back drops the patch."""
+    def _apply_entry(self, entry: AnyEntry) -> bool:
+        """Serve ``entry`` at the selected call (typing the recorded entry back drops the patch);
+        False when the draft already serves exactly that."""
         draft = self.draft
         assert draft is not None
         current = draft.entry_at(self.index)
         if current is not None and entry_to_json(current) == entry_to_json(entry):
-            return
+            return False
         derived = draft.derived
         if (draft.form == "patches" and derived is not None and self.index < len(derived)
                 and entry_to_json(derived[self.index].entry) == entry_to_json(entry)):
             draft.remove(self.index)
         else:
             draft.put(self.index, entry)
+        return True
 
     # -- events ---------------------------------------------------------------------------
 
@@ -229,16 +231,18 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if not text.strip() and self.draft.entry_at(self.index) is None:
             self._json_status(None)
             return
+        was_valid = self._json_error is None
+        changed = False
         try:
-            entry = parse_entry_text(text, "entry JSON")
-            self._apply_entry(entry)
+            changed = self._apply_entry(parse_entry_text(text, "entry JSON"))
         except EntryTextError as exc:
             self._json_status(exc)
         except SidecarError as exc:
             self._say(_first_problem(exc), error=True)
         else:
             self._json_status(None)
-        self._refresh()
+        if changed or was_valid != (self._json_error is None):
+            self._refresh()  # the preview is redrawn only when something it shows changed
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "oe-index" or self.draft is None:

@@ -20,31 +20,52 @@ SELECTED = "reverse"
 _KEEP_CONTEXT = 1
 
 
-def _row(item: ScriptEntry | None, index: int, changed: bool, selected: bool) -> Text:
+Summaries = dict[int, tuple[object, dict[str, Any]]]
+"""Cache of ``summarize_entry`` by entry object (the object is kept so its id stays unique)."""
+
+
+def _summary(item: ScriptEntry, cache: Summaries | None) -> dict[str, Any]:
+    if cache is None:
+        return summarize_entry(item, width=40)
+    hit = cache.get(id(item.entry))
+    if hit is None or hit[0] is not item.entry or hit[1]["origin"] != item.origin:
+        hit = (item.entry, summarize_entry(item, width=40))
+        cache[id(item.entry)] = hit
+    return {**hit[1], "callKey": item.call_key}
+
+
+def _line(item: ScriptEntry | None, index: int, changed: bool, cache: Summaries | None) -> str:
     mark = "*" if changed else " "
     if item is None:
-        line = Text(f"{mark} #{index:<3} —", style="dim")
-    else:
-        s = summarize_entry(item, width=40)
-        key = s["callKey"] or "-"
-        line = Text(f"{mark} #{index:<3} {key:<6} {s['kind']:<6} {s['chunks']:>4}ch "
-                    f"{s['finish'] or '-'}  {s['summary']}")
-    if changed:
-        line.stylize(CHANGED)
-    if selected:
-        line.stylize(SELECTED)
-    return line
+        return f"{mark} #{index:<3} —"
+    s = _summary(item, cache)
+    key = s["callKey"] or "-"
+    return (f"{mark} #{index:<3} {key:<6} {s['kind']:<6} {s['chunks']:>4}ch "
+            f"{s['finish'] or '-'}  {s['summary']}")
 
 
-def script_text(rows: list[EntryComparison], side: str, selected: int | None) -> Text:
+def script_text(rows: list[EntryComparison], side: str, selected: int | None,
+                cache: Summaries | None = None) -> Text:
     """One line per call of one side (``derived`` or ``effective``); changed calls highlighted."""
-    out = Text(no_wrap=True, overflow="ellipsis")
+    if not rows:
+        return Text("(no calls)", style="dim")
+    lines: list[str] = []
+    marks: list[tuple[int, int, str]] = []
+    offset = 0
     for row in rows:
         item = row.derived if side == "derived" else row.effective
-        out.append_text(_row(item, row.index, row.changed, row.index == selected))
-        out.append("\n")
-    if not rows:
-        out.append("(no calls)", style="dim")
+        line = _line(item, row.index, row.changed, cache)
+        if item is None:
+            marks.append((offset, offset + len(line), "dim"))
+        if row.changed:
+            marks.append((offset, offset + len(line), CHANGED))
+        if row.index == selected:
+            marks.append((offset, offset + len(line), SELECTED))
+        lines.append(line)
+        offset += len(line) + 1
+    out = Text("\n".join(lines), no_wrap=True, overflow="ellipsis")
+    for begin, finish, style in marks:
+        out.stylize(style, begin, finish)
     return out
 
 
@@ -102,6 +123,10 @@ class OverridePreview(Vertical):
     OverridePreview Static { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._summaries: Summaries = {}
+
     def compose(self) -> ComposeResult:
         with Horizontal(id="oe-sides"):
             with VerticalScroll(classes="oe-side") as derived:
@@ -116,6 +141,8 @@ class OverridePreview(Vertical):
 
     def show(self, rows: list[EntryComparison], selected: int | None) -> None:
         """Redraw from a fresh comparison."""
-        self.query_one("#oe-derived", Static).update(script_text(rows, "derived", selected))
-        self.query_one("#oe-effective", Static).update(script_text(rows, "effective", selected))
+        cache = self._summaries
+        self.query_one("#oe-derived", Static).update(script_text(rows, "derived", selected, cache))
+        self.query_one("#oe-effective", Static).update(
+            script_text(rows, "effective", selected, cache))
         self.query_one("#oe-diff", Static).update(diff_text(rows))

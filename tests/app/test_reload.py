@@ -1,0 +1,98 @@
+"""Hot reload through the real watcher: a changed log swaps scripts in keeping cursors and the
+selection; a broken sidecar shows the banner while the last good scripts keep serving."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.app.apptools import client, copy_sample, make_app, stream_text, until
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.anyio
+ANSWER = "The workspace has README.md and src. Hello!"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """How editors save: a temp file in the same directory, then a rename."""
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def reloads(app: object) -> list[str]:
+    return [x for x in app.live_pane.lines if x.startswith("reload")]  # type: ignore[attr-defined]
+
+
+async def test_a_changed_log_reloads_keeping_cursor_and_selection(tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await app.watching.wait()
+        sdk = client(app, "s")
+        await stream_text(sdk)  # call 0 served: cursor 1/2
+        await pilot.press("down", "down")  # select call #1
+        assert app.scripts_view.selected() == (0, 1)
+        log = root / "session.jsonl"
+        write_atomic(log, log.read_text(encoding="utf-8").replace("Hello!", "Howdy!"))
+        await until(app, lambda: reloads(app), "the reload")
+        assert reloads(app) == ["reloaded: [0] sample-basic-chat: +0 added, -0 removed, ~1 changed"]
+        assert app.scripts_view.selected() == (0, 1)
+        assert "Howdy!" in app.scripts_view.row_text(2).plain
+        assert app.engine.state().bindings[0].cursor == 1
+        assert not app.banner.showing
+        # The agent goes on from its cursor and gets the new text.
+        assert await stream_text(sdk) == ANSWER.replace("Hello!", "Howdy!")
+        await sdk.close()
+
+
+async def test_a_broken_sidecar_shows_the_banner_until_a_good_reload(tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(160, 40)):
+        await app.ready.wait()
+        await app.watching.wait()
+        sidecar = root / "replay.override.json"
+        write_atomic(sidecar, json.dumps({"patches": [{"at": 0, "entry": {"kind": "throw",
+                                                                              "chunks": []}}]}))
+        await until(app, lambda: app.banner.showing, "the banner")
+        banner = str(app.banner.render())
+        assert "Reload failed — still serving the last good scripts" in banner
+        assert str(sidecar) in banner and "SIDECAR_INVALID" in banner
+        assert "patch 0.entry" in banner
+        # Still serving the last good scripts.
+        sdk = client(app, "s")
+        await stream_text(sdk)
+        assert await stream_text(sdk) == ANSWER
+        # Fixing the file clears the banner and swaps the new scripts in.
+        write_atomic(sidecar, json.dumps([{"kind": "chunks", "chunks": [
+            {"type": "text-delta", "index": 0, "text": "fixed"},
+            {"type": "finish", "reason": {"kind": "stop"}}]}]))
+        await until(app, lambda: not app.banner.showing, "the recovery")
+        assert app.scripts_view.row_count == 2
+        assert "replaced" in app.scripts_view.row_text(1).plain
+        assert reloads(app)[-1].startswith("reloaded: [0] sample-basic-chat: +0 added, -1 removed")
+        await sdk.close()
+
+
+async def test_reload_key_and_control_api_reload_now(tmp_path: Path) -> None:
+    import httpx
+
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    app = make_app(root)  # no watcher: only explicit reloads
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        log = root / "session.jsonl"
+        log.write_text(log.read_text(encoding="utf-8").replace("Hello!", "Hi!"), encoding="utf-8")
+        await pilot.press("l")
+        await until(app, lambda: reloads(app), "the reload")
+        assert "~1 changed" in reloads(app)[0]
+        log.write_text("{not json\n", encoding="utf-8")
+        async with httpx.AsyncClient(base_url=app.url or "") as http:
+            answer = await http.post("/replay/v1/reload")
+        assert answer.status_code == 409 and answer.json()["code"] == "LOG_PARSE"
+        assert app.banner.showing and "line 1" in str(app.banner.render())

@@ -85,6 +85,8 @@ class ReplayApp(App[str]):
         Binding("l", "reload", "Reload"),
         Binding("d", "demo", "Demo"),
         Binding("o", "override", "Override"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -356,6 +358,10 @@ class ReplayApp(App[str]):
         return False, None
 
     # -- actions ---------------------------------------------------------------------------
+
+    def action_tab(self, step: int) -> None:
+        """Show the next or previous tab of the call pane."""
+        self.call_pane.cycle_tab(step)
 
     def action_mode(self, mode: str) -> None:
         """Step mode: run, break at every call, break at every chunk."""

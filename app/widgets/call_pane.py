@@ -52,6 +52,8 @@ class CallPane(Widget):
         self._dirty: set[str] = set()
         self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
         self.context_loaded = asyncio.Event()
+        self.request_rows: list[tuple[str, str, str]] = []
+        """The request tab's rows as plain text: (mark, live message, recorded message)."""
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="output", id="call-tabs"):
@@ -63,6 +65,12 @@ class CallPane(Widget):
                 yield Static("", id="request-text")
             with TabPane("Raw", id="raw"):
                 yield TextLines(id="raw-lines")
+
+    def cycle_tab(self, step: int) -> None:
+        """Switch to the next (1) or previous (-1) tab."""
+        tabs = ["output", "chunks", "request", "raw"]
+        current = tabs.index(self.active) if self.active in tabs else 0
+        self.query_one(TabbedContent).active = tabs[(current + step) % len(tabs)]
 
     @property
     def active(self) -> str:
@@ -168,12 +176,11 @@ class CallPane(Widget):
         table.add_column("", width=1)
         table.add_column("live request (new messages)", ratio=1)
         table.add_column("recorded context (log)", ratio=1)
+        self.request_rows = []
         for mark, a, b in diff_context(live, recorded):
-            table.add_row(
-                Text(mark, style=MARK_STYLE[mark]),
-                Text(f"{a.role}: {a.text}") if a else Text(""),
-                Text(f"{b.role}: {b.text}") if b else Text(""),
-            )
+            row = (mark, f"{a.role}: {a.text}" if a else "", f"{b.role}: {b.text}" if b else "")
+            self.request_rows.append(row)
+            table.add_row(Text(mark, style=MARK_STYLE[mark]), row[1], row[2])
         return Group(head, table)
 
     def _recorded_context(self, view: CallView) -> list[ContextItem] | None:

@@ -1,0 +1,120 @@
+"""The call pane's tabs over a real served call, and the pure helpers behind them."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import Static, TabbedContent
+
+from app.callview import (
+    ContextItem,
+    assemble,
+    context_range,
+    diff_context,
+    live_new_messages,
+    read_recorded_context,
+)
+from app.widgets.chunk_list import ChunkList, TextLines
+from replay_engine.scenario import load_scenario
+from tests.app.apptools import client, make_app, until
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.anyio
+BASIC = SAMPLES / "basic-chat"
+QUESTION = "What files are in the workspace? Then say hello."
+
+
+def plain(renderable: Any) -> str:
+    """What a renderable shows, as text."""
+    console = Console(width=150, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_assemble_rebuilds_blocks_usage_and_finish() -> None:
+    script = load_scenario(BASIC).scripts[0]
+    first = assemble(script.entries[0])
+    assert [(b.kind, b.text, b.name) for b in first.blocks] == [
+        ("reasoning", "I should list the files first.", None),
+        ("tool-call", '{"command":"ls"}', "bash"),
+    ]
+    assert first.finish == "tool-calls" and first.usage is not None
+    assert first.usage["inputTokens"] == 120
+    second = assemble(script.entries[1])
+    assert [b.text for b in second.blocks] == ["The workspace has README.md and src. Hello!"]
+
+
+def test_recorded_context_sits_between_the_previous_call_and_this_one() -> None:
+    script = load_scenario(BASIC).scripts[0]
+    assert script.file is not None
+    first, second = context_range(script, 0), context_range(script, 1)
+    assert first is not None and second is not None
+    assert read_recorded_context(script.file, *first) == [ContextItem("user", QUESTION)]
+    assert read_recorded_context(script.file, *second) == [ContextItem("tool", "README.md\nsrc\n")]
+
+
+def test_diff_marks_same_different_and_missing_messages() -> None:
+    live = live_new_messages([
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "old"},
+        {"role": "assistant", "content": "x"},
+        {"role": "tool", "content": "README.md\n src"},
+        {"role": "user", "content": [{"type": "text", "text": "extra"}]},
+    ])
+    recorded = [ContextItem("tool", "README.md\nsrc\n"), ContextItem("user", "other"),
+                ContextItem("user", "gone")]
+    marks = [m for m, _, _ in diff_context(live, recorded)]
+    assert marks == ["=", "≠", "-"]
+    assert [m for m, _, _ in diff_context(live, [])] == ["+", "+"]
+
+
+async def test_tabs_show_output_chunks_request_diff_and_raw_json() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s")
+        stream = await sdk.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": QUESTION}], stream=True)
+        async for _ in stream:
+            pass
+        await pilot.press("down")  # call #0
+        pane = app.call_pane
+        output = plain(pane.query_one("#output-text", Static).content)
+        assert "call #0 of [0] sample-basic-chat  key 1/1  chunks  derived  10 chunk(s)" in output
+        assert "── tool call bash (call_ls_1)" in output
+        assert '"command": "ls"' in output  # arguments pretty-printed
+        assert "usage: inputTokens 120" in output and "finish: tool-calls" in output
+        tabs = pane.query_one(TabbedContent)
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "chunks"
+        chunks = pane.query_one(ChunkList)
+        assert chunks.row_count == 10
+        assert '"type": "finish"' in chunks.row_text(9).plain
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "request"
+        await pane.context_loaded.wait()
+        assert pane.request_rows == [("=", f"user: {QUESTION}", f"user: {QUESTION}")]
+        # Call #1 asked with a different tool result: the difference is marked.
+        stream = await sdk.chat.completions.create(model="m", stream=True, messages=[
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": ""},
+            {"role": "tool", "tool_call_id": "call_ls_1", "content": "README.md\nlib\n"},
+        ])
+        async for _ in stream:
+            pass
+        await pilot.press("down")
+        await until(app, lambda: pane.request_rows and pane.request_rows[0][0] == "≠", "the diff")
+        assert pane.request_rows == [("≠", "tool: README.md\nlib\n", "tool: README.md\nsrc\n")]
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "raw"
+        raw = pane.query_one(TextLines)
+        text = "\n".join(raw.row_text(i).plain for i in range(raw.row_count))
+        assert '"origin": "derived"' in text and '"kind": "chunks"' in text
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "output"
+        output = plain(pane.query_one("#output-text", Static).content)
+        assert "The workspace has README.md and src. Hello!" in output
+        await sdk.close()

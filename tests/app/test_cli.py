@@ -1,0 +1,63 @@
+"""``dsh-replay-tui`` arguments: bad ones exit 2 with one clear line; good ones become options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.__main__ import build_parser, main, options_from_args
+from tests.conftest import SAMPLES
+
+BASIC = str(SAMPLES / "basic-chat")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([BASIC, "--port", "abc"], "argument --port: invalid int value"),
+    ([BASIC, "--port", "70000"], "--port 70000: must be 0..65535"),
+    ([BASIC, "--pace", "fast"], "--pace 'fast': expected recorded or recorded:SPEED"),
+    ([BASIC, "--pace", "recorded:0"], "SPEED must be a positive number"),
+    ([BASIC, "--pace-ms", "-5"], "--pace-ms -5: must be a non-negative integer"),
+    ([], "the following arguments are required: scenario"),
+])
+def test_bad_arguments_exit_2_with_a_clear_message(argv: list[str], needle: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_a_bad_config_file_names_the_file_and_field(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps({"paceMs": -1}), encoding="utf-8")
+    assert main([BASIC, "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert str(config) in err and "paceMs" in err
+    config.write_text("{", encoding="utf-8")
+    assert main([BASIC, "--config", str(config)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main([BASIC, "--config", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read the config" in capsys.readouterr().err
+
+
+def test_good_arguments_become_app_options(tmp_path: Path) -> None:
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps({"paceMs": 7, "providers": [{"id": "p", "models": [{"id": "m"}]}]}),
+                      encoding="utf-8")
+    args = build_parser().parse_args([BASIC, "--port", "0", "--host", "127.0.0.2", "--config",
+                                      str(config), "--ready-dir", str(tmp_path)])
+    args.scenario_path = Path(args.scenario)
+    options = options_from_args(args)
+    assert (options.port, options.host, options.pace.ms, options.ready_dir) == (0, "127.0.0.2", 7, tmp_path)
+    assert options.providers is not None and options.providers[0].id == "p"
+    args = build_parser().parse_args([BASIC, "--pace", "recorded:2", "--pace-ms", "3"])
+    args.scenario_path = Path(args.scenario)
+    pace = options_from_args(args).pace
+    assert (pace.mode, pace.speed, pace.ms) == ("recorded", 2.0, 3)

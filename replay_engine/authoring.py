@@ -317,10 +317,15 @@ class OverrideDraft:
         """The effective script beside the derived one, per call, with differences."""
         derived = self.derived or []
         script = self.effective()
+        edited = ({at for at, _ in self._patches} if self.form == "patches"
+                  else set(range(len(self._entries))))
         out: list[EntryComparison] = []
         for i in range(max(len(derived), len(script))):
             d = derived[i] if i < len(derived) else None
             e = script[i] if i < len(script) else None
+            if d is not None and e is not None and d.entry is e.entry:
+                out.append(EntryComparison(i, d, e, i in edited, False, (), ()))
+                continue
             dj = d.to_json() if d is not None else None
             ej = e.to_json() if e is not None else None
             changed = dj != ej
@@ -330,7 +335,7 @@ class OverrideDraft:
             if changed and before is not None and after is not None and before != after:
                 changes = tuple(diff_chunks(before, after))
             out.append(EntryComparison(
-                i, d, e, self.edited(i), changed,
+                i, d, e, i in edited, changed,
                 _notes(d.entry if d else None, e.entry if e else None) if changed else (), changes,
             ))
         return out

@@ -149,8 +149,16 @@ def _cmd_override(args: argparse.Namespace) -> int:
         parser.error(problem)
     draft = OverrideDraft.open(load_scenario(args.scenario))
     what = _apply(draft, args)
-    saved = None if args.dry_run else draft.save()
-    if saved is None:
+    if args.dry_run:
         draft.validate()
+        saved = None
+    else:
+        try:
+            saved = draft.save()
+        except OSError as exc:
+            raise InputError(
+                f"{draft.path}: cannot write the sidecar ({exc.strerror or exc}); the file on disk "
+                "is unchanged. Check that the scenario directory is writable and has free space.",
+                file=str(draft.path)) from None
     print(_report(draft, what, saved))
     return 0

@@ -271,3 +271,11 @@ def test_invalid_existing_sidecar_is_reported_and_kept(root: Path,
     code, _, err = run(capsys, str(root), "--at", "0", "--hang")
     assert code == 1 and "patch 0.at: 9 is past the end" in err
     assert (root / SIDE).read_text() == '{"patches": [{"at": 9, "entry": {"kind": "hang"}}]}'
+
+
+def test_unwritable_sidecar_path(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (root / SIDE).mkdir()  # a directory where the file should be: the rename cannot replace it
+    code, out, err = run(capsys, str(root), "--at", "0", "--hang")
+    assert code == 1 and out == ""
+    assert "cannot write the sidecar" in err and "the file on disk is unchanged" in err
+    assert sorted(p.name for p in root.iterdir()) == [SIDE, "session.jsonl"]

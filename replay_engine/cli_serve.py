@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -217,6 +218,9 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--pace-ms {pace_ms}: must be a non-negative integer")
     pace = Pace.parse(args.pace, pace_ms) if args.pace else Pace("fixed", pace_ms)
     scenario = load_scenario(args.scenario)
+    # The loaded scripts live as long as the process: keep the collector from rescanning
+    # them, which would stall every stream of a large scenario for tens of milliseconds.
+    gc.freeze()
     if not is_loopback(args.host):
         print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
               "this address can drive the replay and read the recorded sessions.",

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from replay_engine import ReplayEngine, load_scenario
 from replay_engine import events as ev
-from replay_engine.server import serve_scenario
+from replay_engine.server import ReplayServer, serve_scenario
 from tests.wire.wire_helpers import EngineWatch, text_entry, write_scenario
 
 pytestmark = pytest.mark.anyio
@@ -97,3 +98,28 @@ async def test_reload_swaps_scripts_and_keeps_the_last_good_ones(tmp_path: Path)
     assert broken.status_code == 409 and broken.json()["ok"] is False
     assert "replay.override.json" in broken.json()["error"]
     assert len(scripts[0]["entries"]) == 2
+
+
+async def test_bare_engine_server_has_no_reload_and_a_default_catalog(samples: Path) -> None:
+    engine = ReplayEngine(load_scenario(samples / "basic-chat").scripts)
+    async with ReplayServer(engine) as server, httpx.AsyncClient(base_url=server.url) as http:
+        assert server.url.startswith("http://127.0.0.1:") and not server.url.endswith("/")
+        reload = await http.post("/replay/v1/reload")
+        models = (await http.get("/runs/x/v1/models")).json()
+        scripts = (await http.get("/replay/v1/scripts")).json()
+    assert reload.status_code == 404
+    assert models == {"object": "list", "data": [
+        {"id": "replay", "object": "model", "created": 0, "owned_by": "replay"}]}
+    assert scripts["headers"] == {} and len(scripts["scripts"]) == 1
+
+
+async def test_a_runaway_pattern_fails_its_call_not_the_server(tmp_path: Path) -> None:
+    root = write_scenario(tmp_path / "s", [text_entry("{{fromRequest:(a|aa)+$}}"), text_entry("ok")])
+    async with serve_scenario(root) as server, httpx.AsyncClient(base_url=server.url) as http:
+        slow = await http.post("/v1/chat/completions",
+                               json={"messages": [{"role": "user", "content": "a" * 30 + "!"}]})
+        fine = await http.post("/v1/chat/completions", json={"messages": []})
+    assert slow.status_code == 500
+    assert slow.json()["error"]["code"] == "PLACEHOLDER"
+    assert "ran longer than" in slow.json()["error"]["message"]
+    assert fine.json()["choices"][0]["message"]["content"] == "ok"

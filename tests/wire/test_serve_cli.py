@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,14 @@ def test_serve_input_errors_exit_1_without_serving(tmp_path: Path, samples: Path
     assert "broken/session.jsonl:2: " in capsys.readouterr().err
     assert cli_main(["serve", str(samples / "basic-chat"), "--pace", "fast"]) == 1
     assert "expected recorded or recorded:SPEED" in capsys.readouterr().err
+
+
+def test_serve_on_a_busy_port_is_an_input_error(samples: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli_main(["serve", str(samples / "basic-chat"), "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err

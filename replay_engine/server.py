@@ -132,7 +132,8 @@ class _Handlers:
     async def native_stream(self, request: Request) -> Response | Any:
         try:
             body = await read_json_body(request)
-            session = _session_field(body)
+            session = (_session_field(body) if "sessionId" in body
+                       else request.headers.get("x-session-id") or None)
         except BadRequest as bad:
             return bad.response()
         try:

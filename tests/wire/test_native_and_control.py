@@ -238,3 +238,12 @@ async def test_from_request_placeholder_resolves_against_the_request(tmp_path: P
     assert wire_content(wire)["text"] == "ticket 42 is fixed"
     assert getattr(caught.value, "status_code", None) == 500
     assert getattr(caught.value, "body", {})["code"] == "PLACEHOLDER"
+
+
+async def test_native_route_takes_the_header_when_the_body_has_no_session(samples: Path) -> None:
+    async with serve_scenario(samples / "basic-chat") as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        await http.post("/replay/v1/stream", json={}, headers={"X-Session-Id": "from-header"})
+        await http.post("/replay/v1/stream", json={"sessionId": "from-header"})
+        state = (await http.get("/replay/v1/state")).json()
+    assert [(b["sessionKey"], b["cursor"]) for b in state["bindings"]] == [("from-header", 2)]

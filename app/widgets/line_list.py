@@ -16,7 +16,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-CURSOR_STYLE = Style(reverse=True)
+CURSOR_STYLE = Style(bgcolor="#264f78")
+CURSOR_BLUR_STYLE = Style(bgcolor="#303030")
+HIGHLIGHT_STYLE = Style(bgcolor="#5f4b00")
 
 
 class LineList(ScrollView, can_focus=True):
@@ -83,10 +85,14 @@ class LineList(ScrollView, can_focus=True):
         text = self.row_text(index)
         text.no_wrap = True
         text.end = ""
+        row_style = None
         if self.highlight == index:
-            text.stylize(Style(bgcolor="dark_goldenrod", color="black"))
+            row_style = HIGHLIGHT_STYLE
         if self.show_cursor and index == self.cursor:
-            text.stylize(CURSOR_STYLE if self.has_focus else Style(underline=True))
+            row_style = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
+        if row_style is not None:
+            text.pad_right(max(width + scroll_x - len(text), 0))
+            text.stylize(row_style)
         segments = list(text.render(self.app.console))
         strip = Strip(Segment.apply_style(segments, base))
         return strip.crop_extend(scroll_x, scroll_x + width, base)

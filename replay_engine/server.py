@@ -113,7 +113,7 @@ class _Handlers:
 
     # -- model calls --------------------------------------------------------------------
 
-    async def chat_completions(self, request: Request) -> Response | Any:
+    async def chat_completions(self, request: Request) -> ASGIApp:
         try:
             body = await read_json_body(request)
         except BadRequest as bad:
@@ -129,7 +129,7 @@ class _Handlers:
             return CallStream(handle, SseFormat(str(model)))
         return CallCompletion(handle, str(model))
 
-    async def native_stream(self, request: Request) -> Response | Any:
+    async def native_stream(self, request: Request) -> ASGIApp:
         try:
             body = await read_json_body(request)
             session = (_session_field(body) if "sessionId" in body

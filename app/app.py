@@ -29,10 +29,10 @@ from replay_engine.errors import InputError, ReplayError
 from replay_engine.models import ProviderConfig
 from replay_engine.scenario import Scenario, load_scenario
 
+from .actions import DebuggerActions
 from .eventlog import format_event
 from .messages import CallSelected
 from .reload import describe_changes, watch_scenario
-from .screens.verdict import VerdictScreen, verdict_text
 from .widgets.call_pane import CallPane, CallView
 from .widgets.error_banner import ErrorBanner
 from .widgets.live_pane import LivePane
@@ -41,7 +41,6 @@ from .widgets.status_header import StatusHeader
 
 FLUSH_S = 1 / 30
 """Engine events are applied to the screen at most this often (chunk floods coalesce)."""
-PACE_STEPS_MS = (0, 5, 20, 50, 100, 250, 1000)
 
 
 @dataclass(slots=True)
@@ -60,7 +59,7 @@ class AppOptions:
     """Shown instead of the real URL (snapshots use a fixed one)."""
 
 
-class ReplayApp(App[str]):
+class ReplayApp(DebuggerActions, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -342,149 +341,6 @@ class ReplayApp(App[str]):
                 served = b.chunks_served
         script = self.scenario.scripts[s]
         pane.show(CallView(script, s, j, self._record(s, j), served))
-
-    def _target(self, *, want: str | None = None) -> tuple[bool, str | None]:
-        """The session a key acts on: the one bound to the selected script, else the first
-        whose call is ``want`` (e.g. paused), else the first with a call in flight."""
-        bindings = [b for b in self.engine.state(self.run_name).bindings if b.call_index is not None]
-        selected = self.scripts_view.selected()
-        if selected is not None:
-            for b in bindings:
-                if b.script_index == selected[0] and (want is None or b.status == want):
-                    return True, b.session
-        for b in bindings:
-            if want is None or b.status == want:
-                return True, b.session
-        return False, None
-
-    # -- actions ---------------------------------------------------------------------------
-
-    def action_tab(self, step: int) -> None:
-        """Show the next or previous tab of the call pane."""
-        self.call_pane.cycle_tab(step)
-
-    def action_mode(self, mode: str) -> None:
-        """Step mode: run, break at every call, break at every chunk."""
-        self.engine.set_mode(mode)  # type: ignore[arg-type]
-
-    def action_breakpoint(self) -> None:
-        """Toggle a breakpoint on the selected call."""
-        selected = self.scripts_view.selected()
-        if selected is None or selected[1] is None:
-            self.notify("Select a call to put a breakpoint on.", severity="warning")
-            return
-        self.engine.toggle_breakpoint(selected[0], selected[1])
-
-    def action_pause(self) -> None:
-        """Hold the selected session's streaming call before its next chunk."""
-        found, key = self._target(want="streaming")
-        if not found or not self.engine.pause(key, run=self.run_name):
-            self.notify("No call is streaming.", severity="warning")
-
-    def action_step(self, how: str) -> None:
-        """Release a paused call by one chunk, or to the end of the call."""
-        found, key = self._target(want="paused")
-        if not found or not self.engine.step(key, run=self.run_name, how=how):  # type: ignore[arg-type]
-            self.notify("No call is paused.", severity="warning")
-
-    def action_resume(self) -> None:
-        """Continue: back to run mode, every paused call released."""
-        self.engine.set_mode("run")
-
-    def action_cancel(self) -> None:
-        """Cancel the selected session's in-flight call (a hang or a paused stream)."""
-        found, key = self._target()
-        if not found or not self.engine.cancel(key, run=self.run_name):
-            self.notify("No call in flight to cancel.", severity="warning")
-
-    def action_cancel_hanging(self) -> None:
-        """Cancel every hanging call of the run."""
-        count = self.engine.cancel(run=self.run_name, all_hanging=True)
-        self.notify(f"Cancelled {count} hanging call(s).")
-
-    def action_pace(self, direction: int) -> None:
-        """Step the fixed pace faster (-1) or slower (+1)."""
-        ms = self.engine.pace.ms
-        steps = list(PACE_STEPS_MS)
-        index = min(range(len(steps)), key=lambda i: abs(steps[i] - ms))
-        index = min(max(index + direction, 0), len(steps) - 1)
-        self.engine.set_pace(Pace("fixed", steps[index]))
-
-    def action_pace_recorded(self) -> None:
-        """Switch between the recorded gaps and a fixed pace."""
-        pace = self.engine.pace
-        self.engine.set_pace(Pace("fixed", pace.ms) if pace.mode == "recorded"
-                             else Pace("recorded", pace.ms, 1.0))
-
-    def action_reset(self) -> None:
-        """Forget the run's bindings and cursors (the agent is about to start again)."""
-        self.engine.reset(self.run_name)
-
-    def action_assert_consumed(self) -> None:
-        """Show the assert-consumed verdict with every problem."""
-        problems = self.engine.consumed_problems(self.run_name)
-        self.live_pane.log_event(verdict_text(problems, len(self.engine.scripts)).splitlines()[0])
-        self.push_screen(VerdictScreen(problems, len(self.engine.scripts)))
-
-    def action_reload(self) -> None:
-        """Reload the scenario from disk now."""
-        self.run_worker(self.load(), group="reload", exclusive=True)
-
-    def action_demo(self) -> None:
-        """Run the bundled demo agent against the embedded server."""
-        if self.url is None:
-            self.notify("The server is not running.", severity="error")
-            return
-        if self._demo_running:
-            self.notify("The demo agent is already running.", severity="warning")
-            return
-        try:
-            module = importlib.import_module("replay_engine.demo_agent")
-        except ModuleNotFoundError:
-            self.notify("The demo agent is not available in this installation.", severity="error")
-            return
-        self._demo_running = True
-        self.run_worker(self._demo(module.run_demo_agent), group="demo")
-
-    async def _demo(self, run_demo_agent: Any) -> None:
-        self.live_pane.log_event(f"demo agent started against {self.url_label}")
-        try:
-            result = await run_demo_agent(self.url, ready_dir=str(self.engine.ready_dir),
-                                          out=lambda line: self.live_pane.log_event("demo: " + line))
-        except ReplayError as exc:
-            self.live_pane.log_event(f"demo agent failed [{exc.code}]: {exc.message}")
-        else:
-            consumed = getattr(result, "consumed", None)
-            self.live_pane.log_event(f"demo agent done (consumed: {consumed})")
-        finally:
-            self._demo_running = False
-
-    def action_override(self) -> None:
-        """Edit the override sidecar at the selected primary call."""
-        selected = self.scripts_view.selected()
-        if self.scenario is None or selected is None or selected[1] is None:
-            self.notify("Select a call of the primary script.", severity="warning")
-            return
-        s, j = selected
-        if not self.scenario.scripts[s].primary:
-            self.notify("Sidecars apply to the primary session only; select a primary call.",
-                        severity="warning")
-            return
-        try:
-            module = importlib.import_module("app.screens.override_editor")
-        except ModuleNotFoundError:
-            self.notify("The override editor is not available yet.", severity="error")
-            return
-        served = None
-        for b in self.engine.state(self.run_name).bindings:
-            if b.script_index == s and b.call_index == j:
-                served = b.chunks_served
-
-        def saved(ok: bool | None) -> None:
-            if ok:
-                self.action_reload()
-
-        self.push_screen(module.OverrideEditorScreen(self.scenario, j, served), saved)
 
     async def action_quit(self) -> None:
         """Stop serving and exit with the verdict ``dsh-replay serve`` prints (exit 3: not consumed)."""

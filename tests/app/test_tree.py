@@ -47,8 +47,8 @@ async def test_tree_lists_every_script_and_call_in_bind_order(name: str) -> None
 
 @pytest.mark.parametrize("name", BROKEN)
 async def test_a_scenario_that_fails_to_load_opens_with_the_error_banner(name: str) -> None:
-    app = make_app(SAMPLES / name)
-    async with app.run_test(size=(160, 40)) as pilot:
+    app = make_app(SAMPLES / name, serve=False)
+    async with app.run_test(size=(160, 40)):
         await app.ready.wait()
         assert app.banner.showing
         assert app.load_error is not None
@@ -57,8 +57,14 @@ async def test_a_scenario_that_fails_to_load_opens_with_the_error_banner(name: s
         assert app.load_error.message in banner
         assert SAMPLES.name in banner  # names the file
         assert app.scripts_view.row_count == 0
-        # The app stays usable: keys do not crash it, and it still quits with a verdict.
-        await pilot.press("down", "b", "n", "x", "a", "escape", "q")
+
+
+async def test_keys_on_a_scenario_that_failed_to_load_do_not_crash() -> None:
+    app = make_app(SAMPLES / "broken-json-line")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        assert app.url is not None  # still serving (nothing), so a fixed file can be reloaded
+        await pilot.press("down", "b", "n", "e", "p", "x", "X", "o", "R", "l", "escape", "q")
     assert app.return_code == 0  # nothing recorded, nothing to consume
 
 

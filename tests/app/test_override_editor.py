@@ -377,3 +377,20 @@ async def test_o_in_the_debugger_then_the_next_call_is_served_from_the_saved_fil
             with pytest.raises(openai.RateLimitError, match="slow down"):
                 await stream_text(sdk)
     assert json.loads((root / SIDE).read_text())["patches"][0]["at"] == 1
+
+
+async def test_scenario_without_a_sidecar_path_shows_why(root: Path) -> None:
+    from replay_engine.models import ReplayConfig
+    from replay_engine.scenario import load_scenario_config
+
+    scenario = load_scenario_config(ReplayConfig(file=str(root / "session.jsonl")))
+    app = host(scenario, 0)
+    async with app.run_test(size=(180, 50)) as pilot:
+        screen = await opened(app, pilot)
+        assert "DSH_SNAPSHOT_OVERRIDE" in text_of(screen, "#oe-status")
+        save = screen.query_one("#oe-save")
+        assert save.disabled
+        await pilot.press("ctrl+s")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.results == [False])
+    assert sorted(p.name for p in root.iterdir()) == ["session.jsonl"]

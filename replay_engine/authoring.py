@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .authoring_files import Rename, atomic_write, fingerprint
-from .authoring_json import locate, parse_location
+from .authoring_json import EntryProblem, EntryTextError, parse_entry_text
 from .derive import load_log
 from .errors import ConfigError, ReplayError, SidecarError
 from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
@@ -41,71 +41,6 @@ __all__ = [
 BACKUP_SUFFIX = ".bak"
 EDIT_CODE = "OVERRIDE_EDIT"
 CHANGED_CODE = "SIDECAR_CHANGED"
-
-
-@dataclass(frozen=True, slots=True)
-class EntryProblem:
-    """One problem of an entry typed as JSON, with where it is in the text."""
-
-    location: str
-    """JSON location inside the entry, e.g. ``chunks[3].type`` (empty for the whole entry)."""
-    line: int
-    """1-based line in the text."""
-    column: int
-    """1-based column in the text."""
-    message: str
-    """What is wrong."""
-
-
-class EntryTextError(SidecarError):
-    """Entry JSON (editor pane or ``--chunks-file``) that is not JSON or not a valid entry."""
-
-    def __init__(self, source: str, problems: list[EntryProblem]) -> None:
-        lines = [
-            f"{source}:{p.line}:{p.column}: {p.location + ': ' if p.location else ''}{p.message}"
-            for p in problems
-        ]
-        hint = (
-            'Give a list of chunks, or an entry: {"kind":"chunks","chunks":[…]}, '
-            '{"kind":"throw","chunks":[…],"message":…,"code":…} or {"kind":"hang","readyFile"?:…}.'
-        )
-        super().__init__("\n".join(lines) + "\n" + hint, file=source,
-                         line=problems[0].line if problems else None,
-                         location=problems[0].location if problems else None)
-        self.problems = problems
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
-    """An entry from JSON text: a list of chunks (a ``chunks`` entry) or a whole entry object."""
-    try:
-        doc = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise EntryTextError(
-            source, [EntryProblem("", exc.lineno, exc.colno, f"not valid JSON ({exc.msg})")]
-        ) from None
-    except ValueError as exc:
-        raise EntryTextError(source, [EntryProblem("", 1, 1, f"not valid JSON ({exc})")]) from None
-    bare = isinstance(doc, list)
-    candidate = {"kind": "chunks", "chunks": doc} if bare else doc
-    try:
-        return validate_entry(candidate, "entry")
-    except SidecarError as exc:
-        raw: list[str] = getattr(exc, "problems", None) or [exc.message]
-        problems: list[EntryProblem] = []
-        for item in raw:
-            where, _, message = item.partition(": ")
-            location = where.removeprefix("entry").lstrip(".")
-            path = parse_location(location)
-            if bare:
-                path = path[1:] if path[:1] == ("chunks",) else ()
-                location = location.removeprefix("chunks")
-            line, column = locate(text, path) or (1, 1)
-            problems.append(EntryProblem(location, line, column, message))
-        raise EntryTextError(source, problems) from None
 
 
 @dataclass(frozen=True, slots=True)

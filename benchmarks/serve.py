@@ -15,6 +15,8 @@ import argparse
 import asyncio
 import gc
 import json
+import selectors
+import socket
 import statistics
 import subprocess
 import sys
@@ -87,45 +89,55 @@ async def _serve_child(single: int, sessions: int, each: int, freeze: bool) -> N
 PATTERN = b"data: "
 
 
-async def _fetch(url: str, path: str, session: str | None,
-                 t0: float) -> tuple[int, float, float, float]:
-    """Events received, first-event time and end time (seconds after ``t0``), and the
-    first-event time counted from this request's own send."""
+def _fetch_all(url: str, requests: list[tuple[str, str | None]]) -> list[tuple[int, float, float, float]]:
+    """Raw sockets over one selector: per request the events received, the first event and
+    the end (seconds after the batch start), and the first event after its own request."""
     host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port), limit=1 << 20)
+    selector = selectors.DefaultSelector()
     body = b'{"model":"bench","stream":true,"messages":[]}'
-    head = (f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n")
-    if session is not None:
-        head += f"x-session-id: {session}\r\n"
-    writer.write(head.encode() + b"\r\n" + body)
-    sent = time.perf_counter()
-    count = 0
-    first = -1.0
-    carry = b""
-    while True:
-        data = await reader.read(1 << 20)
-        if not data:
-            break
-        if first < 0 and b"data: " in data:
-            now = time.perf_counter()
-            first, own = now - t0, now - sent
-        joined = carry + data
-        count += joined.count(PATTERN)
-        carry = joined[-(len(PATTERN) - 1):]
-    writer.close()
-    return count, first, time.perf_counter() - t0, own
-
-
-async def _single(url: str, path: str, session: str | None) -> dict[str, float]:
     t0 = time.perf_counter()
-    count, first, end, _ = await _fetch(url, path, session, t0)
+    state: dict[socket.socket, list[Any]] = {}
+    for path, session in requests:
+        head = (f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n")
+        if session is not None:
+            head += f"x-session-id: {session}\r\n"
+        sock = socket.create_connection((host, int(port)))
+        sock.sendall(head.encode() + b"\r\n" + body)
+        # count, first (batch), end, first (own), sent, carry
+        state[sock] = [0, -1.0, 0.0, -1.0, time.perf_counter(), b""]
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+    open_count = len(state)
+    while open_count:
+        for key, _ in selector.select():
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            data = sock.recv(1 << 20)
+            row = state[sock]
+            now = time.perf_counter()
+            if not data:
+                row[2] = now - t0
+                selector.unregister(sock)
+                sock.close()
+                open_count -= 1
+                continue
+            if row[1] < 0 and PATTERN in data:
+                row[1], row[3] = now - t0, now - row[4]
+            joined = row[5] + data
+            row[0] += joined.count(PATTERN)
+            row[5] = joined[-(len(PATTERN) - 1):]
+    selector.close()
+    return [(r[0], r[1], r[2], r[3]) for r in state.values()]
+
+
+def _single(url: str, path: str, session: str | None) -> dict[str, float]:
+    count, first, end, _ = _fetch_all(url, [(path, session)])[0]
     return {"events": count, "rate": count / end, "first_ms": first * 1000, "wall": end}
 
 
-async def _many(url: str, paths: list[tuple[str, str | None]]) -> dict[str, float]:
-    t0 = time.perf_counter()
-    results = await asyncio.gather(*(_fetch(url, p, s, t0) for p, s in paths))
+def _many(url: str, paths: list[tuple[str, str | None]]) -> dict[str, float]:
+    results = _fetch_all(url, paths)
     events = sum(r[0] for r in results)
     end = max(r[2] for r in results)
     firsts = sorted(r[1] * 1000 for r in results)
@@ -148,17 +160,17 @@ def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return sorted(runs, key=lambda r: r["rate"])[len(runs) // 2]
 
 
-async def _drive(urls: dict[str, str], single: int, sessions: int, each: int, reps: int) -> None:
+def _drive(urls: dict[str, str], single: int, sessions: int, each: int, reps: int) -> None:
     replay, trivial = urls["replay"], urls["trivial"]
     # Warm up both endpoints (imports, first-request paths) on separate runs.
     for i in range(sessions + 1):
-        await _fetch(replay, "/runs/warm/v1/chat/completions", f"w{i}", time.perf_counter())
-    await _fetch(trivial, "/100", None, time.perf_counter())
+        _fetch_all(replay, [("/runs/warm/v1/chat/completions", f"w{i}")])
+    _fetch_all(trivial, [("/100", None)])
     floors, drains, ours = [], [], []
     for rep in range(reps):
-        floors.append(await _single(trivial, f"/{single}", None))
-        drains.append(await _single(trivial, f"/drain/{single}", None))
-        ours.append(await _single(replay, f"/runs/single{rep}/v1/chat/completions", None))
+        floors.append(_single(trivial, f"/{single}", None))
+        drains.append(_single(trivial, f"/drain/{single}", None))
+        ours.append(_single(replay, f"/runs/single{rep}/v1/chat/completions", None))
     floor, drain, one = _median_run(floors), _median_run(drains), _median_run(ours)
     print(f"one stream of {single:,} chunks (median of {reps}):")
     print(_line("trivial", floor))
@@ -169,10 +181,10 @@ async def _drive(urls: dict[str, str], single: int, sessions: int, each: int, re
           f"{'yes' if one['first_ms'] <= 5 else 'NO'}")
     floors_many, ours_many = [], []
     for rep in range(reps):
-        floors_many.append(await _many(trivial, [(f"/{each}", None)] * sessions))
+        floors_many.append(_many(trivial, [(f"/{each}", None)] * sessions))
         # Script 0 is the long one: each run binds it to a throwaway session first.
-        await _fetch(replay, f"/runs/many{rep}/v1/chat/completions", "skip", time.perf_counter())
-        ours_many.append(await _many(replay, [(f"/runs/many{rep}/v1/chat/completions", f"s{i}")
+        _fetch_all(replay, [(f"/runs/many{rep}/v1/chat/completions", "skip")])
+        ours_many.append(_many(replay, [(f"/runs/many{rep}/v1/chat/completions", f"s{i}")
                                               for i in range(sessions)]))
     floor_many, many = _median_run(floors_many), _median_run(ours_many)
     print(f"{sessions} concurrent sessions of {each:,} chunks (median of {reps}):")
@@ -212,8 +224,7 @@ def main() -> None:
     assert child.stdout is not None and child.stdin is not None
     urls = json.loads(child.stdout.readline())
     try:
-        with asyncio.Runner(loop_factory=factory) as runner:
-            runner.run(_drive(urls, args.chunks, args.sessions, args.each, args.reps))
+        _drive(urls, args.chunks, args.sessions, args.each, args.reps)
     finally:
         child.stdin.close()
         child.wait(timeout=30)

@@ -10,10 +10,12 @@ import gc
 import math
 import struct
 from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import setitem
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -411,6 +413,8 @@ def _packed_run(
         row = _packed_decoder.decode(raw)
     except msgspec.DecodeError:
         return None
+    if row.type != kind:  # a repeated "type" key: the last one counts
+        return None
     data = row.data
     turn, step, index, dt = data.turn, data.step, data.index, data.dt
     if kind == "tool-call-chunks":
@@ -433,20 +437,18 @@ def _packed_run(
     count = len(payload)
     if not 0 < count <= _MAX_RUN or len(dt) != count - 1:
         return None
-    chunk_type = PACKED_CHUNK_TYPES[kind]
-    chunks: list[dict[str, Any]]
+    template: dict[str, Any] = {"type": PACKED_CHUNK_TYPES[kind], "index": index}
     if kind != "tool-call-chunks":
-        chunks = [{"type": chunk_type, "index": index, "text": t} for t in map(share, payload, payload)]
-    elif isinstance(name, msgspec.UnsetType):
-        chunks = [
-            {"type": chunk_type, "index": index, "id": ident, "argumentsDelta": a}
-            for a in map(share, payload, payload)
-        ]
+        field = "text"
     else:
-        chunks = [
-            {"type": chunk_type, "index": index, "id": ident, "name": name, "argumentsDelta": a}
-            for a in map(share, payload, payload)
-        ]
+        template["id"] = ident
+        if not isinstance(name, msgspec.UnsetType):
+            template["name"] = name
+        field = "argumentsDelta"
+    template[field] = None
+    # One copy of the template per member, then its text set: C loops, no bytecode per member.
+    chunks = list(map(dict.copy, repeat(template, count)))
+    deque(map(setitem, chunks, repeat(field), map(share, payload, payload)), maxlen=0)
     key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
     times = array("q")
     times.frombytes(_pack(f"{count}q", *accumulate(dt, initial=row.time0)))  # faster than array(iter)

@@ -131,6 +131,8 @@ OK_CASES: dict[str, list[str]] = {
         '"type":"text-chunks"}',
         '{"type":"text-chunks","seq0":0,"time0":1,"time0":2,"data":{"turn":1,"step":1,"index":0,'
         '"dt":[3],"texts":["p","q"]}}',
+        texts_row()[:-1] + ',"type":"note"}',
+        '{"type":"note",' + texts_row()[1:-1] + "}",
         finish(),
     ],
     "integers written as floats": [

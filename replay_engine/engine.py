@@ -450,8 +450,11 @@ class ReplayEngine:
 
     def _resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:
         """Resolve placeholders; entries known to hold none skip the (slow) walk."""
-        if self._plain.get(id(entry)) is entry:
+        if self._plain.get(id(entry)) is entry or self._check_plain(entry):
             return entry
+        return resolve_scripted_entry(entry, messages)
+
+    def _check_plain(self, entry: AnyEntry) -> bool:
         if isinstance(entry, ChunksEntry | ThrowEntry):
             try:
                 plain = _MARKER_BYTES not in _encode(entry_to_json(entry))
@@ -459,8 +462,15 @@ class ReplayEngine:
                 plain = False
             if plain:
                 self._plain[id(entry)] = entry
-                return entry
-        return resolve_scripted_entry(entry, messages)
+                return True
+        return False
+
+    def prepare(self) -> None:
+        """Scan every entry for placeholders now, so that no first call pays for the scan."""
+        for script in self._scripts:
+            for item in script.entries:
+                if self._plain.get(id(item.entry)) is not item.entry:
+                    self._check_plain(item.entry)
 
     async def stream(
         self,

@@ -244,6 +244,7 @@ class _Handlers:
                                 status_code=409)
         if isinstance(result, Scenario):
             self.scenario = result
+        self.engine.prepare()
         return JSONResponse({"ok": True, "changes": diff_scripts(before, self.engine.scripts)})
 
 
@@ -340,6 +341,7 @@ class ReplayServer:
         """Bind, start serving and return the base URL (the port is resolved when 0)."""
         if self._url is not None:
             return self._url
+        self.engine.prepare()
         sock = self._bind()
         config = uvicorn.Config(
             self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",

@@ -25,7 +25,7 @@ from .scenario import (
     load_scenario_config,
     read_header,
 )
-from .sidecar import load_sidecar
+from .sidecar import load_sidecar, sidecar_is_bare_list
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -133,14 +133,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_bare_list(path: Path) -> bool:
-    """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
-    try:
-        return path.read_text(encoding="utf-8").lstrip().startswith("[")
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
 def validate_scenario(path: str) -> list[str]:
     """Every problem found in a scenario (empty when it loads and is servable).
 
@@ -153,7 +145,7 @@ def validate_scenario(path: str) -> list[str]:
     problems: list[str] = []
     sidecar = Path(config.overrideFile) if config.overrideFile else None
     has_sidecar = sidecar is not None and sidecar.is_file()
-    replaces = sidecar is not None and has_sidecar and _is_bare_list(sidecar)
+    replaces = sidecar is not None and has_sidecar and sidecar_is_bare_list(sidecar)
     primary = Path(config.file) if config.file else None
     derived_length: int | None = None
     if primary is not None and primary.is_file():

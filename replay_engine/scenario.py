@@ -11,10 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from .derive import LoadedLog, load_log
-from .errors import DerivationError, ScenarioNotFoundError
+from .errors import DerivationError, ReplayError, ScenarioNotFoundError, SidecarError
 from .logs import decode_line, header_from_value
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
-from .sidecar import SIDECAR_NAME, Sidecar, SidecarForm, apply_sidecar, load_sidecar
+from .sidecar import (
+    SIDECAR_NAME,
+    Sidecar,
+    SidecarForm,
+    apply_sidecar,
+    load_sidecar,
+    sidecar_is_bare_list,
+)
 
 PRIMARY_NAME = "session.jsonl"
 CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
@@ -102,6 +109,25 @@ def _read_sidecar(config: ReplayConfig) -> Sidecar | None:
     return load_sidecar(path)
 
 
+def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarError:
+    """An invalid patches sidecar, re-checked against the derived primary so that ``at`` values
+    past its end are listed with every other problem (the original error if that is impossible)."""
+    primary = Path(config.file) if config.file else None
+    if primary is None or not primary.is_file() or config.overrideFile is None:
+        return error
+    path = Path(config.overrideFile)
+    if sidecar_is_bare_list(path):
+        return error
+    try:
+        length = len(load_log(primary).entries)
+        load_sidecar(path, derived_length=length)
+    except SidecarError as full:
+        return full
+    except ReplayError:
+        return error
+    return error
+
+
 def _missing_primary(config: ReplayConfig) -> ScenarioNotFoundError:
     where = config.file or f"${ENV_FILE}"
     return ScenarioNotFoundError(
@@ -113,7 +139,10 @@ def _missing_primary(config: ReplayConfig) -> ScenarioNotFoundError:
 
 def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
     """Load every script a config names, ordered and with the sidecar applied."""
-    sidecar = _read_sidecar(config)
+    try:
+        sidecar = _read_sidecar(config)
+    except SidecarError as exc:
+        raise _with_range_problems(config, exc) from None
     primary_path = Path(config.file) if config.file else None
     headers: dict[str, SessionHeader] = {}
     derived: list[ScriptEntry] | None = None

@@ -220,6 +220,14 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Side
     return parse_sidecar_text(text, file, derived_length=derived_length)
 
 
+def sidecar_is_bare_list(path: str | Path) -> bool:
+    """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
+    try:
+        return Path(path).read_text(encoding="utf-8").lstrip().startswith("[")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def validate_entry(doc: Any, where: str = "entry") -> AnyEntry:
     """Validate one entry (the override editor uses this); locations start at ``where``."""
     try:

@@ -87,3 +87,5 @@ def test_broken_samples_fail_with_typed_errors(name: str, error: type, code: str
         load_scenario(SAMPLES / name)
     assert caught.value.code == code
     assert str(SAMPLES / name) in caught.value.message
+    if name == "broken-sidecar":
+        assert len(caught.value.problems) == 8

@@ -199,15 +199,32 @@ def test_problems_are_all_listed_together(tmp_path: Path) -> None:
         {"at": 0, "entry": HANG},
         {"at": 9, "entry": {"kind": "chunks", "chunks": [1]}},
     ]}
-    with pytest.raises(SidecarError) as caught:
-        load_sidecar(scenario(tmp_path, doc) / "replay.override.json", derived_length=2)
-    assert caught.value.problems == [  # type: ignore[attr-defined]
+    expected = [
         "patch 0.entry.code: missing required key",
         "patch 1.at: 0 is already patched by patch 0; each at may appear once",
         "patch 2.at: 9 is past the end of the derived primary script, which has 2 call(s); use 0..1 "
         "to replace a call or 2 to append one",
         "patch 2.entry.chunks[0]: a chunk must be a JSON object",
     ]
+    root = scenario(tmp_path, doc)
+    with pytest.raises(SidecarError) as caught:
+        load_sidecar(root / "replay.override.json", derived_length=2)
+    assert caught.value.problems == expected  # type: ignore[attr-defined]
+    with pytest.raises(SidecarError) as loaded:
+        load_scenario(root)
+    assert loaded.value.problems == expected  # type: ignore[attr-defined]
+    with pytest.raises(SidecarError) as alone:
+        load_sidecar(root / "replay.override.json")
+    assert len(alone.value.problems) == 3  # type: ignore[attr-defined]
+
+
+def test_range_recheck_is_skipped_when_the_log_is_broken(tmp_path: Path) -> None:
+    root = write_scenario(tmp_path, (header("p"), ["{bad"]),
+                          sidecar={"patches": [{"at": 5, "entry": {"kind": "nope"}}]})
+    with pytest.raises(SidecarError) as caught:
+        load_scenario(root)
+    assert caught.value.problems == [  # type: ignore[attr-defined]
+        "patch 0.entry: kind 'nope' is not one of chunks, throw, hang"]
 
 
 @pytest.mark.parametrize(("at", "length"), [(3, 2), (10, 2)])

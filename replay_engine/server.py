@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+import anyio
 import msgspec
 import uvicorn
 from starlette.applications import Starlette
@@ -341,7 +342,10 @@ class ReplayServer:
         """Bind, start serving and return the base URL (the port is resolved when 0)."""
         if self._url is not None:
             return self._url
+        # Pay one-time costs now, not in the first call: the placeholder scan and anyio
+        # importing its asyncio backend (tens of milliseconds) on its first Event.
         self.engine.prepare()
+        anyio.Event()
         sock = self._bind()
         config = uvicorn.Config(
             self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",

@@ -523,6 +523,8 @@ class ReplayEngine:
                 await wake.wait()
         if call.cancelled:
             raise AbortedError()
+        if wake.is_set() and call.wake is wake:
+            call.wake = anyio.Event()  # a wake-up ends this wait only, not every later pace wait
 
     def _delay(self, call: _Call, index: int) -> float:
         pace = self._pace

@@ -390,3 +390,27 @@ async def test_finish_chunk_with_fields_is_served_whole() -> None:
     entry.chunks[-1] = {**FIN, "replayState": {"x": 1}}
     engine = ReplayEngine(scripts([entry]))
     assert (await collect(engine, None))[-1]["replayState"] == {"x": 1}
+
+
+async def test_step_on_a_running_call_does_not_turn_pacing_off() -> None:
+    from anyio.lowlevel import checkpoint
+
+    engine = ReplayEngine(scripts([text_entry("a", "b", "c")]), pace=Pace("fixed", 600_000))
+    rec = Recorder(engine)
+    got: list[dict[str, Any]] = []
+
+    async def consume() -> None:
+        with pytest.raises(AbortedError):
+            async for chunk in engine.stream("k"):
+                got.append(chunk)
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await rec.wait_for(ev.CallStarted)
+            await checkpoint()
+            engine.step("k", how="call")  # ends the current pace wait only
+            await rec.wait_for(ev.ChunkServed)
+            await anyio.wait_all_tasks_blocked()
+            assert len(got) == 1  # the next chunk waits for its own pace again
+            engine.cancel("k")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ from .widgets.status_header import StatusHeader
 
 FLUSH_S = 1 / 30
 """Engine events are applied to the screen at most this often (chunk floods coalesce)."""
+MAX_LOG_EVENTS = 40
+"""Event-log lines written per repaint; older events of a flood are only counted."""
 
 
 @dataclass(slots=True)
@@ -289,6 +292,12 @@ class ReplayApp(DebuggerActions, App[str]):
         events, self._pending = self._pending, []
         self._chunks_pending = 0
         names = self._names()
+        if len(events) > MAX_LOG_EVENTS:
+            # A flood (many sessions at full speed): count what is skipped, show the newest.
+            skipped = Counter(type(e).__name__ for e in events[:-MAX_LOG_EVENTS])
+            self.live_pane.log_event(Text("… " + ", ".join(f"{n} {name}" for name, n in skipped.items()),
+                                          style="dim"))
+            events = events[-MAX_LOG_EVENTS:]
         for event in events:
             if isinstance(event, ev.ScriptsReloaded):
                 continue  # the loader logs what changed

@@ -50,6 +50,7 @@ class CallPane(Widget):
         super().__init__(id=id)
         self.view: CallView | None = None
         self._dirty: set[str] = set()
+        self._outcome: str | None = None
         self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
         self.context_loaded = asyncio.Event()
         self.request_rows: list[tuple[str, str, str]] = []
@@ -85,13 +86,18 @@ class CallPane(Widget):
                  and view.call_index == self.view.call_index)
         )
         previous = self.view
+        if view is None and previous is None:
+            return  # still nothing selected
         self.view = view
         if same and previous is not None and view is not None and previous.record is view.record:
             # Only the served count moved: repaint the highlight, nothing else.
             self.query_one(ChunkList).set_served(view.served)
-            if view.record is not None and self.active == "request":
+            outcome = view.record.outcome if view.record is not None else None
+            if outcome != self._outcome and self.active == "request":
                 self._render_tab("request")
+            self._outcome = outcome
             return
+        self._outcome = view.record.outcome if view is not None and view.record is not None else None
         self._dirty = {"output", "chunks", "request", "raw"}
         self._render_tab(self.active)
 
@@ -103,7 +109,7 @@ class CallPane(Widget):
         if tab == "chunks":
             chunks = entry_chunks(view.script.entries[view.call_index]) if view else ()
             self.query_one(ChunkList).set_chunks(chunks, view.served if view else None)
-        elif tab in self._dirty or tab == "request":
+        elif tab in self._dirty:
             if tab == "output":
                 self.query_one("#output-text", Static).update(self._output())
             elif tab == "request":

@@ -5,6 +5,8 @@ DataTable is quadratic when adding rows; this renders 100k rows as fast as ten.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -56,6 +58,8 @@ class LineList(ScrollView, can_focus=True):
         self._width = 1
         self.show_cursor = show_cursor
         self.highlight: int | None = None
+        self._base: Style | None = None
+        self._strips: dict[Hashable, Strip] = {}
 
     @property
     def row_count(self) -> int:
@@ -66,7 +70,9 @@ class LineList(ScrollView, can_focus=True):
         """Say how many rows there are now and repaint."""
         self._count = count
         self._width = width
-        self.virtual_size = Size(width, count)
+        self._strips.clear()
+        if self.virtual_size != Size(width, count):
+            self.virtual_size = Size(width, count)
         if self.cursor >= count:
             self.cursor = max(count - 1, 0)
         self.refresh()
@@ -75,27 +81,51 @@ class LineList(ScrollView, can_focus=True):
         """The text of one row (override)."""
         return Text(str(index))
 
+    def row_key(self, index: int) -> Hashable | None:
+        """What a row's look depends on besides its index (None: do not cache it)."""
+        return None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None
+        self._strips.clear()
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = y + scroll_y
         width = self.size.width
-        base = self.rich_style
+        base = self._base
+        if base is None:
+            base = self._base = self.rich_style
         if index >= self._count:
             return Strip.blank(width, base)
+        selected = self.show_cursor and index == self.cursor
+        key = self.row_key(index)
+        cache_key = None
+        if key is not None:
+            cache_key = (index, key, selected and self.has_focus, selected, self.highlight == index,
+                         scroll_x, width)
+            strip = self._strips.get(cache_key)
+            if strip is not None:
+                return strip
         text = self.row_text(index)
         text.no_wrap = True
         text.end = ""
         row_style = None
         if self.highlight == index:
             row_style = HIGHLIGHT_STYLE
-        if self.show_cursor and index == self.cursor:
+        if selected:
             row_style = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
         if row_style is not None:
             text.pad_right(max(width + scroll_x - len(text), 0))
             text.stylize(row_style)
         segments = list(text.render(self.app.console))
-        strip = Strip(Segment.apply_style(segments, base))
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+        strip = Strip(Segment.apply_style(segments, base)).crop_extend(scroll_x, scroll_x + width, base)
+        if cache_key is not None:
+            if len(self._strips) > 4096:
+                self._strips.clear()
+            self._strips[cache_key] = strip
+        return strip
 
     def refresh_row(self, index: int) -> None:
         """Repaint one row if it is visible."""

@@ -2,58 +2,86 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import RichLog, Static
 
-from replay_engine.engine import RunState
+from replay_engine.engine import BindingState, RunState
 
+from .event_log import EventLog
+from .line_list import LineList
 from .scripts_view import STATUS_STYLE
 
 LOG_LINES = 2000
+KEY_WIDTH = 14
+SCRIPT_WIDTH = 28
+
+
+class SessionList(LineList):
+    """One row per bound session (virtual: repainting it never re-lays out the screen)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(show_cursor=False, id=id)
+        self.rows: list[tuple[BindingState, str]] = []
+
+    def row_text(self, index: int) -> Text:
+        if not self.rows:
+            return Text("no session bound yet", style="dim")
+        if index == 0:
+            return Text(f"{'session':<{KEY_WIDTH}} {'script':<{SCRIPT_WIDTH}} {'cursor':>7}  state",
+                        style="bold")
+        b, plain = self.rows[index - 1]
+        text = Text(plain[: KEY_WIDTH + SCRIPT_WIDTH + 10])
+        text.append(plain[KEY_WIDTH + SCRIPT_WIDTH + 10:], style=STATUS_STYLE[b.status])
+        return text
+
+
+def session_row(b: BindingState, names: list[str]) -> str:
+    """One bound session as a fixed-width line."""
+    key = b.session if b.session is not None else "(anonymous)"
+    script = f"[{b.script_index}] {names[b.script_index] if b.script_index < len(names) else '?'}"
+    status = b.status.upper() if b.status == "hanging" else b.status
+    if b.call_index is not None:
+        status += f" #{b.call_index} ({b.chunks_served} chunk(s))"
+    if b.ready_file:
+        status += f" readyFile {b.ready_file}"
+    return (f"{key[:KEY_WIDTH]:<{KEY_WIDTH}} {script[:SCRIPT_WIDTH]:<{SCRIPT_WIDTH}} "
+            f"{f'{b.cursor}/{b.length}':>7}  {status}")
 
 
 class LivePane(Vertical):
-    """Sessions on top (short: one row per bound session), events below."""
+    """Sessions on top, events below."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        """Plain text of the event log (what it shows, newest last)."""
         self.sessions: list[str] = []
-        """Plain text of each bound-session row (what the table shows)."""
+        """Plain text of each bound-session row (what the list shows)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("no session bound yet", style="dim"), id="sessions")
-        yield RichLog(id="event-log", max_lines=LOG_LINES, wrap=True, markup=False)
+        yield SessionList(id="sessions")
+        yield EventLog(id="event-log", max_lines=LOG_LINES)
+
+    def on_mount(self) -> None:
+        self.query_one(SessionList).set_rows(1)
 
     def set_state(self, state: RunState, names: list[str]) -> None:
-        """Repaint the sessions table from a run snapshot (``names``: recorded id per script)."""
-        self.sessions = []
-        if not state.bindings:
-            self.query_one("#sessions", Static).update(Text("no session bound yet", style="dim"))
-            return
-        table = Table(expand=True, box=None, pad_edge=False)
-        for column in ("session", "script", "cursor", "state"):
-            table.add_column(column)
-        for b in state.bindings:
-            key = b.session if b.session is not None else "(anonymous)"
-            script = names[b.script_index] if b.script_index < len(names) else "?"
-            status = b.status.upper() if b.status == "hanging" else b.status
-            if b.call_index is not None:
-                status += f" #{b.call_index} ({b.chunks_served} chunk(s))"
-            if b.ready_file:
-                status += f" readyFile {b.ready_file}"
-            cells = (key, f"[{b.script_index}] {script}", f"{b.cursor}/{b.length}", status)
-            self.sessions.append("  ".join(cells))
-            table.add_row(*cells[:3], Text(status, style=STATUS_STYLE[b.status]))
-        self.query_one("#sessions", Static).update(table)
+        """Repaint the sessions from a run snapshot (``names``: recorded id per script)."""
+        rows = [(b, session_row(b, names)) for b in state.bindings]
+        self.sessions = [plain for _, plain in rows]
+        view = self.query_one(SessionList)
+        view.rows = rows
+        count = len(rows) + 1 if rows else 1
+        if count != view.row_count:
+            view.set_rows(count)
+        else:
+            view.refresh()
 
     def log_event(self, line: str | Text) -> None:
-        """Append one line to the event log (kept for tests and the quit verdict)."""
+        """Append one line to the event log."""
         plain = line.plain if isinstance(line, Text) else line
         self.lines.append(plain)
         if len(self.lines) > LOG_LINES:
             del self.lines[: len(self.lines) - LOG_LINES]
-        self.query_one(RichLog).write(line)
+        self.query_one(EventLog).write(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Hashable
 from typing import Any
 
 from rich.text import Text
@@ -38,6 +39,7 @@ class ScriptsView(LineList):
         selected = self.selected()
         self.scripts = scripts
         self._summaries.clear()
+        self._strips.clear()
         self._offsets = []
         total = 0
         for script in scripts:
@@ -49,9 +51,13 @@ class ScriptsView(LineList):
 
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
         """The run's bindings and the breakpoints; repaints only what is on screen."""
-        self._live = {b.script_index: b for b in state.bindings}
-        self._breakpoints = breakpoints
-        self.refresh()
+        live = {b.script_index: b for b in state.bindings}
+        signature = {s: (b.session, b.cursor, b.call_index, b.status) for s, b in live.items()}
+        old = {s: (b.session, b.cursor, b.call_index, b.status) for s, b in self._live.items()}
+        self._live = live
+        if signature != old or breakpoints != self._breakpoints:
+            self._breakpoints = breakpoints
+            self.refresh()
 
     # -- selection ---------------------------------------------------------------------
 
@@ -101,6 +107,12 @@ class ScriptsView(LineList):
         if cached is None:
             cached = self._summaries[key] = summarize_entry(self.scripts[s].entries[j], width=50)
         return cached
+
+    def row_key(self, index: int) -> Hashable:
+        s, j = self.locate(index)
+        b = self._live.get(s)
+        live = (b.session, b.cursor, b.call_index, b.status) if b is not None else None
+        return (live, j is not None and (s, j) in self._breakpoints)
 
     def row_text(self, index: int) -> Text:
         s, j = self.locate(index)

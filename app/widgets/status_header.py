@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from replay_engine.engine import RunState
 
 
-class StatusHeader(Static):
-    """Two lines of facts about the run, repainted when they change."""
+class StatusHeader(Widget):
+    """Two lines of facts about the run, repainted when they change (never re-lays out)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = Text()
+
+    def render(self) -> Text:
+        return self.text
 
     def show(self, *, scenario: str, url: str, state: RunState, breakpoints: int,
              paused: int) -> None:
@@ -36,4 +43,6 @@ class StatusHeader(Static):
         hanging = sum(1 for b in state.bindings if b.status == "hanging")
         if hanging:
             text.append(f"  HANGING {hanging}", style="bold white on red")
-        self.update(text)
+        if text != self.text:
+            self.text = text
+            self.refresh()

@@ -38,7 +38,8 @@ async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -
         await until(app, lambda: rows(app)[1].startswith("  ✓ #0"), "call 0 served")
         assert rows(app)[2].startswith(" ›  #1"), rows(app)
         assert "← agent-1 1/2 idle" in rows(app)[0]
-        assert app.live_pane.sessions == ["agent-1  [0] sample-basic-chat  1/2  idle"]
+        assert app.live_pane.sessions[0].split() == ["agent-1", "[0]", "sample-basic-chat", "1/2",
+                                                     "idle"]
         assert await stream_text(sdk) == ANSWER
         await until(app, lambda: "consumed ✓" in header(app), "consumed")
         assert rows(app)[2].startswith("  ✓ #1")

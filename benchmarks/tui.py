@@ -1,0 +1,193 @@
+"""Benchmark the debugger headless: first paint of a 100 MB scenario, key round-trip while 50
+sessions stream at full speed, and the delay from writing a changed 1 MB log to the updated tree.
+
+Run by hand: ``python3 benchmarks/tui.py [--mb 100] [--sessions 50] [--keys 40]``.
+Targets: first paint <= 2 s, median key round-trip <= 50 ms, reload-to-tree <= 300 ms.
+Each number is printed with a baseline measured in the same run (the bare load, the key
+round-trip with nothing streaming, the bare load of the 1 MB log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from gen import ensure_log, write_log  # noqa: E402
+from textual import events  # noqa: E402
+
+from app.app import AppOptions, ReplayApp  # noqa: E402
+from replay_engine.scenario import load_scenario  # noqa: E402
+
+DATA = HERE / "_data"
+MB = 1_000_000
+SIZE = (160, 45)
+
+# A separate process plays the agents, so their client work does not share the app's loop.
+AGENTS = """
+import asyncio, sys, httpx
+URL, N = sys.argv[1], int(sys.argv[2])
+async def agent(http, i):
+    key = f"agent-{i}"
+    try:
+        while True:
+            async with http.stream("POST", "/replay/v1/stream", json={"sessionId": key}) as r:
+                if r.status_code != 200:
+                    return
+                async for _ in r.aiter_raw():
+                    pass
+    except httpx.HTTPError:
+        return  # the server went away: the benchmark is over
+async def main():
+    limits = httpx.Limits(max_connections=N + 5)
+    async with httpx.AsyncClient(base_url=URL, timeout=None, limits=limits) as http:
+        await asyncio.gather(*(agent(http, i) for i in range(N)))
+asyncio.run(main())
+"""
+
+
+def app_on(root: Path, *, watch: bool = False, serve: bool = False) -> ReplayApp:
+    return ReplayApp(AppOptions(scenario=root, port=0, watch=watch, serve=serve))
+
+
+async def first_paint(root: Path) -> float:
+    """Seconds from starting the app to the scripts tree painted."""
+    start = time.perf_counter()
+    app = app_on(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.ready.wait()
+        await pilot.pause()
+        assert app.scripts_view.row_count > 0
+        return time.perf_counter() - start
+
+
+async def key_round_trips(root: Path, sessions: int, keys: int) -> tuple[list[float], list[float], int]:
+    """Key round-trips (s) idle, then while ``sessions`` agents stream; and chunks served meanwhile."""
+    app = app_on(root, serve=True)
+    served = 0
+
+    def count(event: object) -> None:
+        nonlocal served
+        if type(event).__name__ == "ChunkServed":
+            served += 1
+
+    async with app.run_test(size=SIZE) as pilot:
+        await app.ready.wait()
+        app.engine.subscribe(count)
+        await pilot.press("down")  # onto call #0 of script 0
+
+        view = app.scripts_view
+
+        async def presses() -> list[float]:
+            # A key goes through the app's queue, the bindings, the list's cursor, a
+            # CallSelected message and the call pane: done when the pane shows the new call.
+            out = []
+            for i in range(keys):
+                key = "down" if i % 8 < 4 else "up"
+                want = view.locate(view.cursor + (1 if key == "down" else -1))
+                t = time.perf_counter()
+                app.post_message(events.Key(key, None))
+                while app.call_pane.view is None or (
+                        app.call_pane.view.script_index, app.call_pane.view.call_index) != want:
+                    await asyncio.sleep(0)
+                out.append(time.perf_counter() - t)
+                await asyncio.sleep(0.02)  # think time between keys
+            return out
+
+        idle = await presses()
+        agents = subprocess.Popen([sys.executable, "-c", AGENTS, app.url or "", str(sessions)])
+        try:
+            while len(app.engine.state().bindings) < sessions:
+                await app.next_flush()
+            before = served
+            busy = await presses()
+            streamed = served - before
+        finally:
+            agents.terminate()
+            agents.wait()
+        return idle, busy, streamed
+
+
+async def reload_latency(root: Path, rounds: int) -> list[float]:
+    """Seconds from writing a changed 1 MB log to the tree showing the change."""
+    app = app_on(root, watch=True)
+    log = root / "session.jsonl"
+    out = []
+    async with app.run_test(size=SIZE):
+        await app.ready.wait()
+        await app.watching.wait()
+        for i in range(rounds):
+            text = log.read_text(encoding="utf-8")
+            marker = f"reloaded-{i}"
+            changed = text.replace('"texts":["', f'"texts":["{marker} ', 1)
+            assert changed != text, "the generated log has no text delta to change"
+            count = len(app.live_pane.lines)
+            tmp = log.with_name(".session.jsonl.tmp")
+            tmp.write_text(changed, encoding="utf-8")
+            start = time.perf_counter()
+            os.replace(tmp, log)
+            while not any(x.startswith("reloaded:") for x in app.live_pane.lines[count:]):
+                await app.next_flush()
+            out.append(time.perf_counter() - start)
+            assert "~1 changed" in app.live_pane.lines[-1], app.live_pane.lines[-1]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=int, default=100)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--keys", type=int, default=40)
+    args = parser.parse_args()
+
+    big = DATA / f"scenario-{args.mb}mb"
+    ensure_log(big / "session.jsonl", args.mb * MB)
+    t = time.perf_counter()
+    load_scenario(big)
+    bare = time.perf_counter() - t
+    paint = asyncio.run(first_paint(big))
+    print(f"first paint of a {args.mb} MB scenario: {paint:.2f} s (target <= 2 s); "
+          f"bare load_scenario {bare:.2f} s; ratio {paint / bare:.2f}x")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        many = Path(tmp) / "many"
+        many.mkdir()
+        small = DATA / "tui-1mb.jsonl"
+        if not small.is_file():
+            write_log(small, MB, seed=7)
+        shutil.copy(small, many / "session.jsonl")
+        for i in range(1, args.sessions):
+            os.link(small, many / f"session.{i}.jsonl")
+        idle, busy, streamed = asyncio.run(key_round_trips(many, args.sessions, args.keys))
+        med_idle, med_busy = statistics.median(idle), statistics.median(busy)
+        print(f"key round-trip, {args.sessions} sessions streaming at full speed: median "
+              f"{med_busy * 1000:.1f} ms, max {max(busy) * 1000:.1f} ms (target <= 50 ms); idle "
+              f"median {med_idle * 1000:.1f} ms; ratio {med_busy / med_idle:.2f}x; "
+              f"{streamed} chunks served during the presses")
+
+        one = Path(tmp) / "one"
+        one.mkdir()
+        shutil.copy(small, one / "session.jsonl")
+        t = time.perf_counter()
+        load_scenario(one)
+        bare_small = time.perf_counter() - t
+        latencies = asyncio.run(reload_latency(one, 5))
+        med = statistics.median(latencies)
+        print(f"changed 1 MB log -> updated tree: median {med * 1000:.0f} ms, max "
+              f"{max(latencies) * 1000:.0f} ms (target <= 300 ms; includes the watcher's "
+              f"debounce); bare load {bare_small * 1000:.0f} ms; ratio {med / bare_small:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

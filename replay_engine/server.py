@@ -28,7 +28,7 @@ from starlette.types import ASGIApp
 from .engine import DEFAULT_RUN, Pace, ReplayEngine, diff_scripts
 from .errors import ReplayError
 from .models import ModelConfig, ProviderConfig
-from .responses import CallCompletion, CallStream, NdjsonFormat, SseFormat
+from .responses import CallCompletion, CallStream, NdjsonFormat, SseFormat, StreamCount
 from .scenario import Scenario, load_scenario
 from .wire_openai import error_body, status_for_code
 
@@ -107,6 +107,7 @@ class _Handlers:
         self.scenario = scenario
         self.providers = providers if providers else DEFAULT_PROVIDERS
         self.reload_fn = reload
+        self.streams = StreamCount()
 
     @staticmethod
     def run(request: Request) -> str:
@@ -127,7 +128,7 @@ class _Handlers:
         except ReplayError as exc:
             return _error(exc)
         if body.get("stream") is True:
-            return CallStream(handle, SseFormat(str(model)))
+            return CallStream(handle, SseFormat(str(model)), self.streams)
         return CallCompletion(handle, str(model))
 
     async def native_stream(self, request: Request) -> ASGIApp:
@@ -143,7 +144,7 @@ class _Handlers:
                                                body.get("model"), str) else None)
         except ReplayError as exc:
             return _error(exc)
-        return CallStream(handle, NdjsonFormat())
+        return CallStream(handle, NdjsonFormat(), self.streams)
 
     async def models(self, request: Request) -> Response:
         data = [{"id": m.id, "object": "model", "created": 0, "owned_by": p.id}

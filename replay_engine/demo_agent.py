@@ -129,13 +129,14 @@ class _Driver:
     """Drives the scripts of one server run; holds the clients and the result."""
 
     def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
-                 out: Callable[[str], None]) -> None:
+                 out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S) -> None:
         root = base_url.rstrip("/")
         if root.endswith("/v1"):
             root = root[: -len("/v1")]
         self.server = root
         self.prefix = f"{root}/runs/{run}" if run else root
         self.delay_s = max(delay_ms, 0) / 1000
+        self.hang_timeout = hang_timeout
         self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
         self.out = out
         self.result = DemoResult()
@@ -279,7 +280,7 @@ class _Driver:
             response = await self._post("/replay/v1/cancel", {"sessionId": session})
             if response.status_code != 200:
                 return False, f"POST /replay/v1/cancel answered HTTP {response.status_code}", _Streamed()
-            got = await asyncio.wait_for(task, HANG_TIMEOUT_S)
+            got = await asyncio.wait_for(task, self.hang_timeout)
         finally:
             if not task.done():
                 task.cancel()
@@ -297,7 +298,7 @@ class _Driver:
 
         Returns whether that was seen, and the readyFile the server reports.
         """
-        deadline = time.monotonic() + HANG_TIMEOUT_S
+        deadline = time.monotonic() + self.hang_timeout
         where: str | None = None
         while time.monotonic() < deadline and not task.done():
             if path is not None:
@@ -399,14 +400,15 @@ def _unreachable(server: str, exc: BaseException) -> ServerUnreachableError:
 
 
 async def run_demo_agent(base_url: str, *, delay_ms: int = 0, ready_dir: str | None = None,
-                         run: str | None = None,
-                         out: Callable[[str], None] | None = None) -> DemoResult:
+                         run: str | None = None, out: Callable[[str], None] | None = None,
+                         hang_timeout: float = HANG_TIMEOUT_S) -> DemoResult:
     """Drive every call of every script served at ``base_url``; report each call through ``out``.
 
-    Raises ServerUnreachableError when the server cannot be reached.
+    ``hang_timeout`` bounds the wait for a hang to be in place and for its cancelled stream
+    to end. Raises ServerUnreachableError when the server cannot be reached.
     """
     driver = _Driver(base_url, delay_ms=delay_ms, ready_dir=ready_dir, run=run,
-                     out=out if out is not None else print)
+                     out=out if out is not None else print, hang_timeout=hang_timeout)
     try:
         return await driver.run()
     finally:

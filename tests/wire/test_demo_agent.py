@@ -111,6 +111,31 @@ async def test_hang_without_ready_file_waits_for_the_state(tmp_path: Path) -> No
     assert "state hanging" in result.calls[0].outcome
 
 
+async def test_stale_ready_file_falls_back_to_the_state(tmp_path: Path) -> None:
+    # An empty marker left by an earlier run says nothing; the agent asks the state instead.
+    scenario = _write_scenario(tmp_path / "s", [{"kind": "hang", "readyFile": "ready.marker"}])
+    (tmp_path / "ready.marker").touch()
+    async with serve_scenario(scenario, port=0, ready_dir=tmp_path) as server:
+        result = await run_demo_agent(server.url, ready_dir=str(tmp_path), out=lambda line: None)
+    assert result.failures == [] and result.consumed
+    assert "state hanging" in result.calls[0].outcome
+
+
+async def test_ready_file_in_another_directory_is_reported(tmp_path: Path) -> None:
+    scenario = _write_scenario(tmp_path / "s", [{"kind": "hang", "readyFile": "ready.marker"}])
+    (tmp_path / "server").mkdir()
+    (tmp_path / "agent").mkdir()
+    async with serve_scenario(scenario, port=0, ready_dir=tmp_path / "server") as server:
+        result = await run_demo_agent(server.url, ready_dir=str(tmp_path / "agent"),
+                                      out=lambda line: None, hang_timeout=0.3)
+    # The call is still cancelled (the run is consumed), but the mismatch is a failure that
+    # names both places and the fix.
+    assert result.consumed
+    [failure] = result.failures
+    assert str(tmp_path / "agent" / "ready.marker") in failure
+    assert str(tmp_path / "server" / "ready.marker") in failure and "--ready-dir" in failure
+
+
 async def test_named_run_leaves_the_default_run_alone(samples: Path) -> None:
     async with serve_scenario(samples / "basic-chat", port=0) as server:
         result = await run_demo_agent(server.url + "/v1/", run="alpha", out=lambda line: None)
@@ -159,7 +184,7 @@ def test_cli_unreachable_server_exits_1_with_one_paragraph(
     assert err.count("\n") == 1
 
 
-async def test_cli_exit_codes_against_a_live_server(samples: Path) -> None:
+async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
     exe = shutil.which("dsh-replay")
     command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]
     async with serve_scenario(samples / "basic-chat", port=0) as server:
@@ -171,9 +196,7 @@ async def test_cli_exit_codes_against_a_live_server(samples: Path) -> None:
             assert proc.returncode is not None
             return proc.returncode, out.decode()
 
-        code, out = await run("--delay-ms", "1")
-        assert code == 0, out
-        assert out.splitlines()[-1].startswith("consumed")
+        # (Exit 0 on a consumed run is covered end to end in tests/app/test_e2e_tmux.py.)
         # Run "beta": another client already bound the only script, so nothing is left to the
         # demo agent and the verdict is "not consumed".
         client = openai.AsyncOpenAI(api_key="replay", base_url=server.url + "/runs/beta/v1",
@@ -184,7 +207,7 @@ async def test_cli_exit_codes_against_a_live_server(samples: Path) -> None:
         async for _ in stream:
             pass
         await client.close()
-        code, out = await run("--run", "beta")
+        code, out = await run("--run", "beta", "--delay-ms", "1")
         assert code == 3, out
         assert "UNRECORDED_SESSION" in out
         assert out.splitlines()[-1].startswith("NOT consumed: session someone-else consumed 1/2")

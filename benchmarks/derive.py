@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import msgspec  # noqa: E402
+from gen import VERSION as GEN_VERSION  # noqa: E402
 from gen import ensure_log, write_log  # noqa: E402
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
@@ -124,9 +125,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
     args = parser.parse_args()
 
-    scenario = DATA / f"scenario-{args.mb}mb"
+    scenario = DATA / f"scenario-{args.mb}mb-v{GEN_VERSION}"
     log = ensure_log(scenario / "session.jsonl", args.mb * MB)
-    small = DATA / "small.jsonl"
+    small = DATA / f"small-v{GEN_VERSION}.jsonl"
     if not small.is_file():
         write_log(small, 3 * MB, seed=7)
     size = log.stat().st_size

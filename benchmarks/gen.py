@@ -21,6 +21,8 @@ WORDS = (
     " \"quoted\"", " back\\slash", " tab\t", " — ", " é", " 🙂", " 0", " 42", " {", "}",
     " def", " class", " return", " import", " self", ":", " ->", " list", "[", "]",
 )
+VERSION = 2
+"""Bumped whenever the generated logs change, so stale files in benchmarks/_data are not reused."""
 TOOLS = ("bash", "read_file", "write_file", "grep", "get_goal", "apply_patch")
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import math
 import struct
 from array import array
@@ -243,8 +244,9 @@ def derive_replay_script(events: list[Any], file: str | None = None) -> list[Scr
 # built. Packed rows are checked by a strict Struct and expanded a whole row at a time.
 # Anything unusual on a line (blank, not an object, malformed, an odd packed row, a
 # compaction) goes through ``_slow_line``: the exact rules of ``parse_session_log`` and
-# ``derive_replay_script``, so results and errors (naming the line) are the same. Content
-# inside ignored payloads is checked for JSON syntax only.
+# ``derive_replay_script``, so results and errors (naming the line) are the same. One
+# difference: inside the payloads derivation ignores, only JSON syntax is checked, so invalid
+# UTF-8 or a number beyond double range there is not an error (JavaScript reads both).
 
 _MAX_SAFE = 2**53 - 1
 _MAX_RUN = 1000
@@ -328,10 +330,10 @@ def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = 
 def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> LoadedLog:
     """Derive a log held in memory (same rules as ``load_log``)."""
     with _gc_paused():
-        return _derive_lines(data.split(b"\n"), file, seed_length)
+        return _derive_lines(io.BytesIO(data), file, seed_length)
 
 
-Item = tuple[int, int, Any, Any, Any, int]
+_Item = tuple[int, int, Any, Any, Any, int]
 """(event index, what, ...): 0 = chunk (key, chunk, time), 1 = compaction (data, time, -),
 2 = packed run (key, chunks, times); then the line."""
 
@@ -344,16 +346,18 @@ class _Sink:
     def __init__(self, deriver: Deriver) -> None:
         self.deriver = deriver
         self.start = 0
-        self.pending: list[Item] | None = None
+        self.pending: list[_Item] | None = None
         """Events kept until the end when a negative seed counts from the end."""
 
-    def put(self, item: Item) -> None:
+    def put(self, item: _Item) -> None:
+        """Apply the item now, keep it for later, or drop it (before the seed index)."""
         if self.pending is not None:
             self.pending.append(item)
         elif item[0] + (len(item[3]) if item[1] == 2 else 1) > self.start:
             _apply(self.deriver, item, self.start)
 
     def finish(self, count: int) -> list[ScriptEntry]:
+        """Apply what a negative seed held back (the last ``-seed`` events), then finish."""
         if self.pending is not None:
             first = max(0, count + self.start)
             for item in self.pending:
@@ -362,7 +366,8 @@ class _Sink:
         return self.deriver.finish()
 
 
-def _apply(deriver: Deriver, item: Item, first: int) -> None:
+def _apply(deriver: Deriver, item: _Item, first: int) -> None:
+    """Feed one item, skipping the members of a packed run before index ``first``."""
     index, what, a, b, c, line = item
     if what == 0:
         deriver.chunk(a, b, c, line)

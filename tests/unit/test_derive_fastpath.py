@@ -296,3 +296,17 @@ def test_errors_are_replay_errors(tmp_path: Path) -> None:
         data = ("\n".join(lines) + "\n").encode()
         with pytest.raises(ReplayError):
             derive_log_bytes(data, FILE)
+
+
+@pytest.mark.parametrize("payload", [b'{"a":1e999}', b'{"a":"\xff"}', b'{"a":["\xc3"]},"meta":"\xff"'])
+def test_ignored_payloads_are_checked_for_syntax_only(payload: bytes) -> None:
+    # Documented difference: the generic parser rejects these; derivation never reads them,
+    # and the reference (JavaScript) reads both.
+    data = head().encode() + b'\n{"type":"tool/result","data":' + payload + b"}\n" + start().encode()
+    data += b"\n" + finish().encode() + b"\n"
+    with pytest.raises(LogParseError):
+        parse_session_log(data, FILE)
+    assert [e.call_key for e in derive_log_bytes(data, FILE).entries] == ["1/1"]
+    broken = data.replace(b'"data":', b'"data":{', 1)
+    with pytest.raises(LogParseError, match=f"^{FILE}:2: "):
+        derive_log_bytes(broken, FILE)

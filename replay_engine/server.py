@@ -321,7 +321,7 @@ class ReplayServer:
 
     @property
     def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:8765`` (after ``start``)."""
+        """Base URL, e.g. ``http://127.0.0.1:8765`` (once started)."""
         if self._url is None:
             raise RuntimeError("the replay server is not started")
         return self._url
@@ -341,7 +341,7 @@ class ReplayServer:
 
     async def start(self) -> str:
         """Bind, start serving and return the base URL (the port is resolved when 0)."""
-        if self._url is not None:
+        if self._task is not None and self._url is not None:
             return self._url
         # Pay one-time costs now, not in the first call: the placeholder scan and anyio
         # importing its asyncio backend (tens of milliseconds) on its first Event.
@@ -355,11 +355,16 @@ class ReplayServer:
         config.load()
         server = _EmbeddedServer(config)
         server.lifespan = config.lifespan_class(config)
-        await server.startup(sockets=[sock])
+        try:
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
         self._server = server
-        port = sock.getsockname()[1]
+        self.port = sock.getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{port}"
+        self._url = f"http://{host}:{self.port}"
+        self._exit = asyncio.Event()
         self._task = asyncio.create_task(self._main(server, sock))
         return self._url
 

@@ -123,3 +123,15 @@ async def test_a_runaway_pattern_fails_its_call_not_the_server(tmp_path: Path) -
     assert slow.json()["error"]["code"] == "PLACEHOLDER"
     assert "ran longer than" in slow.json()["error"]["message"]
     assert fine.json()["choices"][0]["message"]["content"] == "ok"
+
+
+async def test_a_stopped_server_starts_again_on_its_port(samples: Path) -> None:
+    engine = ReplayEngine(load_scenario(samples / "basic-chat").scripts)
+    server = ReplayServer(engine)
+    first = await server.start()
+    assert await server.start() == first  # starting twice is harmless
+    await server.stop()
+    await server.stop()
+    async with server, httpx.AsyncClient(base_url=server.url) as http:
+        assert server.url == first
+        assert (await http.get("/healthz")).json() == {"status": "ok"}

@@ -314,3 +314,9 @@ def test_packed_row_feeds_derivation(tmp_path: Path) -> None:
     assert entry.call_key == "2/3"
     assert list(entry.times or []) == [0, 1000, 1005, 1002, 2000]
     assert entry.lines == (2, 4)
+
+
+def test_missing_log_file(tmp_path: Path) -> None:
+    with pytest.raises(LogParseError) as caught:
+        load_log(tmp_path / "absent.jsonl")
+    assert caught.value.message.startswith(f"{tmp_path / 'absent.jsonl'}: cannot read the session log")

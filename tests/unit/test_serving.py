@@ -414,3 +414,20 @@ async def test_step_on_a_running_call_does_not_turn_pacing_off() -> None:
             await anyio.wait_all_tasks_blocked()
             assert len(got) == 1  # the next chunk waits for its own pace again
             engine.cancel("k")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("recorded", Pace("recorded", 0, 1.0)), ("recorded:2", Pace("recorded", 0, 2.0)),
+     ("recorded:0.5", Pace("recorded", 0, 0.5))],
+)
+def test_pace_parse(text: str, expected: Pace) -> None:
+    assert Pace.parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["fixed", "recorded:0", "recorded:-1", "recorded:fast", ""])
+def test_pace_parse_errors(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        Pace.parse(text)
+    assert caught.value.code == "CONFIG"
+    assert repr(text) in caught.value.message

@@ -130,7 +130,9 @@ class _Driver:
 
     def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
                  out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S) -> None:
-        root = base_url.rstrip("/")
+        root = base_url.strip().rstrip("/")
+        if root and "://" not in root:
+            root = "http://" + root  # "127.0.0.1:8765" as printed by some tools
         if root.endswith("/v1"):
             root = root[: -len("/v1")]
         self.server = root

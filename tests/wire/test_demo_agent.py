@@ -106,7 +106,8 @@ async def test_hang_and_throws_with_a_child_session(tmp_path: Path, samples: Pat
 async def test_hang_without_ready_file_waits_for_the_state(tmp_path: Path) -> None:
     scenario = _write_scenario(tmp_path / "s", [{"kind": "hang"}, _chunks_entry("done")])
     async with serve_scenario(scenario, port=0, ready_dir=tmp_path) as server:
-        result = await run_demo_agent(server.url, out=lambda line: None)
+        # A URL without its scheme (host:port) is taken as http.
+        result = await run_demo_agent(server.url.removeprefix("http://"), out=lambda line: None)
     assert result.failures == [] and result.consumed
     assert "state hanging" in result.calls[0].outcome
 

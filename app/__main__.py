@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
+from replay_engine.cli_serve import load_serve_config
 from replay_engine.engine import Pace
 from replay_engine.errors import ReplayError
-from replay_engine.models import ReplayConfig
 
 if TYPE_CHECKING:
     from .app import AppOptions
@@ -40,26 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
                    help="replay the recorded gaps between chunks, optionally sped up")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
-                   help="JSON replay config (providers, paceMs)")
+                   help="replay config, TOML or .json (providers, paceMs), as for dsh-replay serve")
     p.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
                    help="where relative hang readyFiles are created (default: current directory)")
     return p
-
-
-def load_config(path: Path) -> ReplayConfig:
-    """Read a JSON config file; errors name the file and the field."""
-    try:
-        return ReplayConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise ReplayError(f"{path}: cannot read the config ({exc.strerror}).", code="CONFIG") from None
-    except ValueError as exc:
-        if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-            detail = f"{where}: {first['msg']}"
-        else:
-            detail = f"not valid JSON ({exc})"
-        raise ReplayError(f"{path}: {detail}; fix the config file.", code="CONFIG") from None
 
 
 def options_from_args(args: argparse.Namespace) -> AppOptions:
@@ -68,7 +49,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
 
     if not 0 <= args.port <= 65535:
         raise ReplayError(f"--port {args.port}: must be 0..65535 (0 picks a free port)", code="CONFIG")
-    config = load_config(args.config) if args.config is not None else None
+    config = load_serve_config(args.config) if args.config is not None else None
     ms = args.pace_ms if args.pace_ms is not None else (config.paceMs if config else 0)
     if ms < 0:
         raise ReplayError(f"--pace-ms {ms}: must be a non-negative integer", code="CONFIG")

@@ -13,6 +13,8 @@ from .line_list import LineList
 from .scripts_view import STATUS_STYLE
 
 LOG_LINES = 2000
+SESSION_ROWS = 8
+"""At most this many rows of the session list show at once (it scrolls)."""
 KEY_WIDTH = 14
 SCRIPT_WIDTH = 28
 
@@ -64,7 +66,9 @@ class LivePane(Vertical):
         yield EventLog(id="event-log", max_lines=LOG_LINES)
 
     def on_mount(self) -> None:
-        self.query_one(SessionList).set_rows(1)
+        view = self.query_one(SessionList)
+        view.set_rows(1)
+        view.styles.height = 1
 
     def set_state(self, state: RunState, names: list[str]) -> None:
         """Repaint the sessions from a run snapshot (``names``: recorded id per script)."""
@@ -75,6 +79,7 @@ class LivePane(Vertical):
         count = len(rows) + 1 if rows else 1
         if count != view.row_count:
             view.set_rows(count)
+            view.styles.height = min(count, SESSION_ROWS)
         else:
             view.refresh()
 

@@ -43,8 +43,8 @@ def test_a_bad_config_file_names_the_file_and_field(tmp_path: Path,
     config.write_text("{", encoding="utf-8")
     assert main([BASIC, "--config", str(config)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
-    assert main([BASIC, "--config", str(tmp_path / "missing.json")]) == 2
-    assert "cannot read the config" in capsys.readouterr().err
+    assert main([BASIC, "--config", str(tmp_path / "missing.toml")]) == 2
+    assert "cannot read the config file" in capsys.readouterr().err
 
 
 def test_good_arguments_become_app_options(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx
-import openai
 
 from .errors import ReplayError
 
@@ -143,6 +142,8 @@ class _Driver:
         self.out = out
         self.result = DemoResult()
         self.http = httpx.AsyncClient(timeout=30.0)
+        import openai  # imported here: it costs most of the CLI's start-up time
+
         self.client = openai.AsyncOpenAI(api_key="replay", base_url=f"{self.prefix}/v1",
                                          max_retries=0, timeout=60.0)
         self.model = "replay-demo"
@@ -325,6 +326,8 @@ class _Driver:
         return False, None
 
     async def _stream(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        import openai
+
         got = _Streamed()
         try:
             stream = await self.client.chat.completions.create(

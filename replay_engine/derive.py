@@ -251,6 +251,9 @@ def derive_replay_script(events: list[Any], file: str | None = None) -> list[Scr
 _MAX_SAFE = 2**53 - 1
 _MAX_RUN = 1000
 """Packed rows up to this many members cannot leave int64 times (1000 * 2^53 < 2^63)."""
+_SHARED_TEXTS = 4096
+"""Distinct member texts shared per log (the most frequent tokens come early); a bigger table
+no longer fits the CPU caches and costs more time than the memory it saves."""
 
 
 class _ChunkData(msgspec.Struct, gc=False):
@@ -411,9 +414,10 @@ def _packed_run(
 ) -> tuple[str, list[dict[str, Any]], array[int]] | None:
     """A well-formed, ordinary packed row as (key, chunks, times); None sends it the slow way.
 
-    Member texts repeat (they are model tokens), so equal ones share one string object.
+    Member texts repeat (they are model tokens): equal ones share one string object, through a
+    table of the first texts seen, kept small so that looking texts up stays cheap.
     """
-    share = texts_seen.setdefault
+    share = texts_seen.setdefault if len(texts_seen) < _SHARED_TEXTS else texts_seen.get
     try:
         row = _packed_decoder.decode(raw)
     except msgspec.DecodeError:

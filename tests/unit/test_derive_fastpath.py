@@ -256,6 +256,14 @@ def test_unfinished_call_error_names_its_lines(tmp_path: Path) -> None:
     assert caught.value.line == 4
 
 
+def test_many_distinct_member_texts(tmp_path: Path) -> None:
+    # Past the shared-text table's size, texts are still kept exactly (only no longer shared).
+    rows = [texts_row(texts=[f"t{i}-{k}" for k in range(500)], dt=[1] * 499) for i in range(12)]
+    rows.append(texts_row(texts=["t0-1", "t11-499", "new"]))
+    got = check([head(), start(), *rows, finish()], tmp_path)
+    assert len(got[1][0][1]) == 12 * 500 + 3 + 2
+
+
 def _random_log(rng: random.Random) -> list[str]:
     """A log mixing every kind of line the fast path treats specially."""
     lines = [head(rng.choice([None, 0, 2, 5, -3, -8, 3.5, -2.5]))]

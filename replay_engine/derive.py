@@ -73,11 +73,16 @@ def call_key(turn: Any, step: Any) -> str:
 class Deriver:
     """Groups chunk events into calls; ``finish()`` returns the script."""
 
-    __slots__ = ("file", "entries", "_key", "_chunks", "_times", "_first_line", "_last_line")
+    __slots__ = ("file", "entries", "lenient", "unfinished", "_key", "_chunks", "_times",
+                 "_first_line", "_last_line")
 
-    def __init__(self, file: str | None = None) -> None:
+    def __init__(self, file: str | None = None, *, lenient: bool = False) -> None:
         self.file = file
         self.entries: list[ScriptEntry] = []
+        self.lenient = lenient
+        """Keep a call without a finish chunk as a chunks entry instead of raising (authoring)."""
+        self.unfinished: list[int] = []
+        """Indices in ``entries`` of the calls kept that way (lenient mode only)."""
         self._key: str | None = None
         self._chunks: list[dict[str, Any]] = []
         self._times: array[int] = array("q")
@@ -90,13 +95,20 @@ class Deriver:
             return
         chunks = self._chunks
         if not chunks or not isinstance(chunks[-1], dict) or chunks[-1].get("type") != "finish":
+            position = len(self.entries)
+            if self.lenient:
+                self.unfinished.append(position)
+                self._add(key, chunks, self._times)
+                return
             where = f"{self.file or '<log>'}:{self._first_line}-{self._last_line}"
             raise DerivationError(
-                f"{where}: model call {key} (call #{len(self.entries)} of the script) ended "
+                f"{where}: model call {key} (call #{position} of the script) ended "
                 "without a finish chunk: the stream threw while it was recorded, so the call "
                 "cannot be derived. This scenario needs a replay.override.json sidecar holding "
                 "a bare list of entries that replaces the derived script, with a throw or hang "
-                "entry for that call (a patches sidecar cannot help: derivation fails first).",
+                "entry for that call (a patches sidecar cannot help: derivation fails first). "
+                f"Quickest fix: dsh-replay override SCENARIO --at {position} --throw MESSAGE "
+                "--code CODE (or --hang) writes it, every other call as recorded.",
                 call_key=key,
                 file=self.file,
                 line=self._last_line,

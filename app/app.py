@@ -112,6 +112,8 @@ class ReplayApp(DebuggerActions, App[str]):
         self._unsubscribe = self.engine.subscribe(self._on_engine_event)
         self._demo_running = False
         self._closed = False
+        self._record_key: tuple[int, int] | None = None
+        self._record_cache: CallRecord | None = None
         self._widgets: tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane] | None = None
 
     # -- layout --------------------------------------------------------------------------
@@ -277,6 +279,10 @@ class ReplayApp(DebuggerActions, App[str]):
             self._chunks_pending += 1
         else:
             self._pending.append(event)
+            # The cached journal record of the selected call is stale once that call moves.
+            call_index = getattr(event, "call_index", None)
+            if call_index is None or (getattr(event, "script_index", -1), call_index) == self._record_key:
+                self._record_key = None
         self.request_flush()
 
     def request_flush(self) -> None:
@@ -332,10 +338,16 @@ class ReplayApp(DebuggerActions, App[str]):
         self._show_selected()
 
     def _record(self, script_index: int, call_index: int) -> CallRecord | None:
+        key = (script_index, call_index)
+        if key == self._record_key:
+            return self._record_cache  # the journal is read again only when this call moved
+        found = None
         for record in reversed(self.engine.journal(self.run_name)):
             if record.script_index == script_index and record.call_index == call_index:
-                return record
-        return None
+                found = record
+                break
+        self._record_key, self._record_cache = key, found
+        return found
 
     def _show_selected(self) -> None:
         selected = self.scripts_view.selected()

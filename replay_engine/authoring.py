@@ -41,6 +41,7 @@ __all__ = [
 BACKUP_SUFFIX = ".bak"
 EDIT_CODE = "OVERRIDE_EDIT"
 CHANGED_CODE = "SIDECAR_CHANGED"
+UNDECIDED_CODE = "UNDECIDED_CALL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,18 @@ def _edit_error(message: str, path: Path, location: str) -> SidecarError:
     return SidecarError(f"{path}: {message}", file=str(path), location=location, code=EDIT_CODE)
 
 
+def read_sidecar_file(path: Path) -> tuple[Sidecar | None, str | None]:
+    """The sidecar at ``path`` (validated) and the SHA-256 of its bytes; (None, None) if absent."""
+    if not path.is_file():
+        return None, None
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.", file=str(path)) from None
+    return parse_sidecar_text(text, str(path)), hashlib.sha256(data).hexdigest()
+
+
 class OverrideDraft:
     """An editable copy of the primary's sidecar, with preview and atomic save."""
 
@@ -146,6 +159,7 @@ class OverrideDraft:
         patches: list[tuple[int, AnyEntry]] | None = None,
         base_digest: str | None = None,
         derived_note: str | None = None,
+        undecided: dict[int, ScriptEntry] | None = None,
     ) -> None:
         if form == "patches" and derived is None:
             raise SidecarError(
@@ -160,6 +174,10 @@ class OverrideDraft:
         self._entries: list[AnyEntry] = list(entries or [])
         self._patches: list[tuple[int, AnyEntry]] = list(patches or [])
         self._base_digest = base_digest
+        self._undecided: dict[int, ScriptEntry] = dict(undecided or {})
+        """Bare-list entries still holding a recorded call that never finished, by list index."""
+        self.unfinished: tuple[int, ...] = tuple(sorted(self._undecided))
+        """The calls of the log that never finished (each one undecided when the draft opened)."""
         self._saved_text = self.render()
 
     @classmethod
@@ -174,17 +192,7 @@ class OverrideDraft:
             )
         path = Path(config.overrideFile)
         primary = Path(config.file) if config.file else None
-        sidecar: Sidecar | None = None
-        digest: str | None = None
-        if path.is_file():
-            data = path.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.",
-                                   file=str(path)) from None
-            sidecar = parse_sidecar_text(text, str(path))
+        sidecar, digest = read_sidecar_file(path)
         form: SidecarForm = sidecar.form if sidecar is not None else "patches"
         derived = scenario.derived_primary
         note: str | None = None
@@ -201,6 +209,15 @@ class OverrideDraft:
                    base_digest=digest, derived_note=note)
 
     # -- reading ------------------------------------------------------------------------
+
+    @property
+    def undecided(self) -> dict[int, ScriptEntry]:
+        """Calls that never finished in the log and still need a throw, hang or chunks entry."""
+        return dict(self._undecided)
+
+    def default_prefix(self, index: int) -> int:
+        """Recorded chunks a throw keeps by default: all of an undecided call's, else none."""
+        return len(self.recorded_chunks(index)) if index in self._undecided else 0
 
     @property
     def base_length(self) -> int:
@@ -295,6 +312,7 @@ class OverrideDraft:
                 self._entries.append(entry)
             else:
                 self._entries[index] = entry
+                self._undecided.pop(index, None)
             return
         for k, (at, _) in enumerate(self._patches):
             if at == index:
@@ -361,6 +379,8 @@ class OverrideDraft:
                     f"{len(self._entries)} entr(y/ies); remove one of 0..{len(self._entries) - 1}.",
                     self.path, f"call {index}")
             del self._entries[index]
+            self._undecided = {(i if i < index else i - 1): e
+                               for i, e in self._undecided.items() if i != index}
             return
         for k, (at, _) in enumerate(self._patches):
             if at == index:
@@ -389,11 +409,28 @@ class OverrideDraft:
         return self.render() != self._saved_text
 
     def validate(self) -> Sidecar:
-        """Check the rendered document exactly as a load would; raises SidecarError."""
+        """Check the rendered document exactly as a load would, and that every unfinished call
+        is decided; raises SidecarError."""
+        if self._undecided:
+            raise self._undecided_error()
         sidecar = parse_sidecar_text(self.render(), str(self.path))
         if sidecar.form == "patches":
             apply_sidecar(self.derived, sidecar)
         return sidecar
+
+    def _undecided_error(self) -> SidecarError:
+        calls = []
+        for i, item in sorted(self._undecided.items()):
+            lines = f", log lines {item.lines[0]}-{item.lines[1]}" if item.lines else ""
+            calls.append(f"call #{i} (model call {item.call_key}{lines})")
+        first = min(self._undecided)
+        return SidecarError(
+            f"{self.path}: not saved: {', '.join(calls)} of the primary log never finished "
+            f"while recorded and {'is' if len(calls) == 1 else 'are'} not decided yet. Make each "
+            "one throw or hang (e.g. dsh-replay override "
+            f"SCENARIO --at {first} --throw MESSAGE --code CODE, or --hang), or give it chunks "
+            "that end with a finish chunk.",
+            file=str(self.path), location=f"call {first}", code=UNDECIDED_CODE)
 
     def save(self, *, rename: Rename | None = None) -> SavedSidecar:
         """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits."""

@@ -2,6 +2,12 @@
 
 Same validation and atomic write as the debugger's override editor; prints the
 effective primary script afterwards. Usage errors exit 2, input errors exit 1.
+
+A primary log whose call never finished cannot load, so its sidecar must be a bare list:
+``--at N --throw/--hang`` on such a scenario writes every call as recorded except call N.
+``--throw`` on an unfinished call keeps all of its recorded chunks unless ``--prefix`` says
+otherwise (what the live stream sent before it broke); ``--at`` may be repeated to give
+several calls, e.g. every unfinished one, the same entry.
 """
 
 from __future__ import annotations
@@ -11,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from .authoring import EntryComparison, OverrideDraft, SavedSidecar
+from .authoring_unfinished import open_draft
 from .cli import summarize_entry
 from .errors import InputError
-from .scenario import load_scenario
 
 _USAGE = (
-    "dsh-replay override SCENARIO (--at N | --append) "
+    "dsh-replay override SCENARIO (--at N [--at N…] | --append) "
     "(--throw MESSAGE --code CODE [--prefix K] | --hang [--ready-file F] | --chunks-file FILE)\n"
     "       dsh-replay override SCENARIO --remove N"
 )
@@ -32,12 +38,15 @@ def register(subparsers: Any) -> None:
             "Write one patch of the scenario's replay.override.json (primary session only), "
             "validated like a load and written atomically; the previous file is kept as "
             "replay.override.json.bak. A bare-list sidecar stays a bare list: --at/--remove then "
-            "address its entries."
+            "address its entries. A log whose call never finished gets a bare list: every call as "
+            "recorded except the ones given with --at."
         ),
     )
     p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--at", type=int, metavar="N", help="the call to replace (0-based)")
+    where.add_argument("--at", type=int, action="append", metavar="N",
+                       help="the call to replace (0-based); repeat it to give several calls the "
+                       "same entry (e.g. every call that never finished)")
     where.add_argument("--append", action="store_true",
                        help="add a call after the last one (the retry slot after a throw)")
     where.add_argument("--remove", type=int, metavar="N",
@@ -49,7 +58,8 @@ def register(subparsers: Any) -> None:
                       help="JSON file: a list of chunks, or a whole entry")
     p.add_argument("--code", help="failure code of --throw (AUTH, RATE_LIMIT, SERVER, HTTP_503…)")
     p.add_argument("--prefix", type=int, metavar="K",
-                   help="with --throw: keep the first K recorded chunks before failing (default 0)")
+                   help="with --throw: keep the first K recorded chunks before failing (default 0; "
+                   "all of them for a call that never finished)")
     p.add_argument("--ready-file", metavar="F", help="with --hang: file created once it waits")
     p.add_argument("--dry-run", action="store_true",
                    help="print the effective script and the document without writing")
@@ -91,15 +101,23 @@ def _apply(draft: OverrideDraft, args: argparse.Namespace) -> str:
     if args.remove is not None:
         draft.remove(args.remove)
         return f"removed call {args.remove}"
-    index = draft.append_index() if args.append else args.at
+    indices: list[int] = [draft.append_index()] if args.append else list(dict.fromkeys(args.at))
+    calls = ("calls " if len(indices) > 1 else "call ") + ", ".join(map(str, indices))
+    text = _read_chunks_file(args.chunks_file) if args.chunks_file is not None else None
+    for index in indices:
+        if args.throw is not None:
+            prefix = draft.default_prefix(index) if args.prefix is None else args.prefix
+            draft.throw_here(index, args.throw, args.code, prefix)
+        elif args.hang:
+            draft.hang_here(index, args.ready_file)
+        else:
+            assert text is not None
+            draft.set_entry_text(index, text, args.chunks_file)
     if args.throw is not None:
-        draft.throw_here(index, args.throw, args.code, args.prefix or 0)
-        return f"call {index} throws {args.code}"
+        return f"{calls} {'throw' if len(indices) > 1 else 'throws'} {args.code}"
     if args.hang:
-        draft.hang_here(index, args.ready_file)
-        return f"call {index} hangs"
-    draft.set_entry_text(index, _read_chunks_file(args.chunks_file), args.chunks_file)
-    return f"call {index} set from {args.chunks_file}"
+        return f"{calls} {'hang' if len(indices) > 1 else 'hangs'}"
+    return f"{calls} set from {args.chunks_file}"
 
 
 def render_comparison(rows: list[EntryComparison]) -> list[str]:
@@ -137,7 +155,12 @@ def _report(draft: OverrideDraft, what: str, saved: SavedSidecar | None) -> str:
     else:
         kept = f"; previous file kept as {saved.backup.name}" if saved.backup else ""
         head = f"{what}; wrote {draft.path} ({draft.form} form{kept})"
-    lines = [head, f"effective primary script ({len(script)} call(s); * = differs from the "
+    lines = [head]
+    if draft.unfinished and draft.derived is not None:
+        calls = ", ".join(f"#{i} ({draft.derived[i].call_key})" for i in draft.unfinished)
+        lines.append(f"the log's call(s) {calls} never finished while recorded, so the sidecar is "
+                     "a bare list replacing the whole primary script")
+    lines += [f"effective primary script ({len(script)} call(s); * = differs from the "
              "derived script):", *render_comparison(rows)]
     return "\n".join(lines)
 
@@ -147,7 +170,7 @@ def _cmd_override(args: argparse.Namespace) -> int:
     if problem is not None:
         parser: argparse.ArgumentParser = args.parser
         parser.error(problem)
-    draft = OverrideDraft.open(load_scenario(args.scenario))
+    draft = open_draft(args.scenario)
     what = _apply(draft, args)
     if args.dry_run:
         draft.validate()

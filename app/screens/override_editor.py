@@ -1,6 +1,8 @@
 """The override editor: author ``replay.override.json`` for one primary call, preview, save.
 
-Pushed over the debugger with ``o`` on a selected primary call. Dismisses True
+Pushed over the debugger with ``o`` on a selected primary call, or with
+:meth:`OverrideEditorScreen.for_directory` on a scenario that does not load because a
+primary call never finished (it then opens on the first such call). Dismisses True
 once it saved (``saved`` then says exactly what was written, so the app's file
 watcher can recognise its own write), False when closed without saving.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,6 +22,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
 from replay_engine.authoring_files import Rename
+from replay_engine.authoring_unfinished import open_draft
 from replay_engine.errors import ReplayError, SidecarError
 from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
 from replay_engine.scenario import Scenario
@@ -80,19 +84,25 @@ class OverrideEditorScreen(ModalScreen[bool]):
 
     def __init__(
         self,
-        scenario: Scenario,
-        call_index: int,
+        scenario: Scenario | None,
+        call_index: int | None,
         served_prefix: int | None = None,
         *,
         script_index: int = 0,
         rename: Rename | None = None,
+        directory: Path | None = None,
     ) -> None:
         super().__init__()
+        if scenario is None and directory is None:
+            raise ValueError("give the loaded scenario or the scenario directory")
         self.scenario = scenario
-        self.index = call_index
+        self.directory = directory
+        self.index = call_index if call_index is not None else 0
+        self._pick_first_undecided = call_index is None
         self.served_prefix = served_prefix
-        scripts = scenario.scripts
-        self.is_child = not (0 <= script_index < len(scripts) and scripts[script_index].primary)
+        scripts = scenario.scripts if scenario is not None else []
+        self.is_child = scenario is not None and not (
+            0 <= script_index < len(scripts) and scripts[script_index].primary)
         self.draft: OverrideDraft | None = None
         self.saved: SavedSidecar | None = None
         """What the last save wrote (None until it saved)."""
@@ -101,6 +111,19 @@ class OverrideEditorScreen(ModalScreen[bool]):
         self._rename = rename
         self._json_error: EntryTextError | None = None
         self._saving = False
+
+    @classmethod
+    def for_directory(cls, directory: str | Path, call_index: int | None = None, *,
+                      rename: Rename | None = None) -> OverrideEditorScreen:
+        """The editor for a scenario directory that need not load, e.g. one whose primary call
+        never finished; without ``call_index`` it opens on the first call still to decide."""
+        return cls(None, call_index, rename=rename, directory=Path(directory))
+
+    def _open_draft(self) -> OverrideDraft:
+        if self.scenario is not None:
+            return OverrideDraft.open(self.scenario)
+        assert self.directory is not None
+        return open_draft(self.directory)
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -149,7 +172,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
             self.ready.set()
             return
         try:
-            self.draft = await asyncio.to_thread(OverrideDraft.open, self.scenario)
+            self.draft = await asyncio.to_thread(self._open_draft)
         except ReplayError as exc:
             self._set_title("Override editor — the sidecar cannot be edited")
             self._say(exc.message, error=True)
@@ -158,8 +181,13 @@ class OverrideEditorScreen(ModalScreen[bool]):
             self.ready.set()
             return
         length = len(self.draft.effective())
+        undecided = sorted(self.draft.undecided)
+        if self._pick_first_undecided and undecided:
+            self.index = undecided[0]
         self._select(min(max(self.index, 0), max(length - 1, 0)))
-        if self.draft.form == "list":
+        if undecided:
+            self._say(self._undecided_note(), error=True)
+        elif self.draft.form == "list":
             self._say("This sidecar is a bare list that replaces the primary script; edits apply "
                       "to its entries and Remove deletes an entry.")
         self.ready.set()
@@ -170,6 +198,16 @@ class OverrideEditorScreen(ModalScreen[bool]):
     def has_unsaved_changes(self) -> bool:
         """True when closing now would lose edits (draft changes or entry JSON not yet valid)."""
         return self.draft is not None and (self.draft.dirty or self._json_error is not None)
+
+    def _undecided_note(self) -> str:
+        """What the user must do before saving a draft whose log has calls that never finished."""
+        assert self.draft is not None
+        undecided = self.draft.undecided
+        calls = ", ".join(f"#{i} ({e.call_key})" for i, e in sorted(undecided.items()))
+        return (f"Call(s) {calls} never finished while recorded, so the scenario cannot load "
+                "until each is decided: Throw here (keeps what was streamed by default), Hang "
+                "here, or give it chunks ending with a finish. The sidecar is saved as a bare "
+                "list: every other call as recorded.")
 
     def _set_title(self, text: str) -> None:
         self.query_one("#oe-title", Static).update(Text(text, style="bold"))
@@ -183,6 +221,11 @@ class OverrideEditorScreen(ModalScreen[bool]):
         draft = self.draft
         assert draft is not None
         unsaved = " • unsaved changes" if self.has_unsaved_changes else ""
+        undecided = draft.undecided
+        if undecided:
+            unsaved += f" • {len(undecided)} unfinished call(s) to decide"
+            if self.index in undecided:
+                unsaved += " (this one never finished)"
         self._set_title(f"Override call #{self.index} of the primary session — {draft.path} "
                         f"({draft.form} form){unsaved}")
         self.query_one(OverridePreview).show(draft.compare(), self.index)
@@ -195,6 +238,8 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if box.value != str(index):
             box.value = str(index)
         self.query_one("#oe-json", TextArea).load_text(entry_text(self.draft.entry_at(index)))
+        if index in self.draft.undecided:
+            self.query_one("#oe-prefix", Input).value = str(self.draft.default_prefix(index))
         self._json_status(None)
         self._refresh()
 
@@ -248,6 +293,8 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if event.input.id != "oe-index" or self.draft is None:
             return
         event.stop()
+        if event.value != event.input.value:
+            return  # stale: the box was set again since (e.g. by ``_select``)
         length = len(self.draft.effective())
         try:
             index = int(event.value)
@@ -282,6 +329,11 @@ class OverrideEditorScreen(ModalScreen[bool]):
     def _edit(self, describe: str) -> None:
         """Finish an edit: reload the JSON pane from the draft and report it."""
         self._select(self.index)
+        assert self.draft is not None
+        left = sorted(self.draft.undecided.items())
+        if left:
+            describe += " Still to decide before saving: " + ", ".join(
+                f"#{i} ({e.call_key})" for i, e in left) + "."
         self._say(describe)
 
     def _guarded(self) -> OverrideDraft | None:

@@ -490,6 +490,7 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
     number = 0
     ev_decode = _event_decoder.decode
     texts_seen: dict[str, str] = {}
+    keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
     for raw in lines:
         number += 1
         if header is None:
@@ -518,7 +519,9 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
             else:
                 turn, step, chunk = data.turn, data.step, data.chunk
             if type(turn) is int and type(step) is int:
-                key = f"{turn}/{step}"
+                key = keys.get((turn, step))
+                if key is None:
+                    key = keys[turn, step] = f"{turn}/{step}"
             else:
                 key = call_key(turn, step)
             if direct:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -50,18 +51,22 @@ print(base * 1024, peak * 1024, hwm() * 1024, t)
 """
 
 
-def _timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of each repetition (CPU time is steadier on a busy machine)."""
-    walls: list[float] = []
-    cpus: list[float] = []
+def _rounds(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of each function, run once per round in turn.
+
+    Interleaving keeps the floors and the loader under the same load when the machine is
+    shared; CPU time is steadier than wall time there.
+    """
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in fns}
     for _ in range(reps):
-        t, c = time.perf_counter(), time.process_time()
-        result = fn()
-        walls.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-        del result
-        gc.collect()
-    return walls, cpus
+        for name, fn in fns.items():
+            t, c = time.perf_counter(), time.process_time()
+            result = fn()
+            out[name][0].append(time.perf_counter() - t)
+            out[name][1].append(time.process_time() - c)
+            del result
+            gc.collect()
+    return out
 
 
 def _floor_json(path: Path) -> None:
@@ -92,16 +97,19 @@ def _rss(call: str) -> tuple[int, int, int, float]:
 
 
 def _report(
-    name: str, timed: tuple[list[float], list[float]], size: int, floors: tuple[float, float] | None
-) -> tuple[float, float]:
+    name: str, timed: tuple[list[float], list[float]], size: int, floors: dict[str, list[float]]
+) -> None:
     walls, cpus = timed
-    best, median, cpu = min(walls), statistics.median(walls), min(cpus)
-    ratio = f"  {best / floors[0]:5.2f}x / cpu {cpu / floors[1]:5.2f}x json floor" if floors else ""
-    print(
-        f"  {name:32} best {best:6.3f} s  median {median:6.3f} s  cpu {cpu:6.3f} s"
-        f"  {size / MB / best:6.1f} MB/s{ratio}"
+    best = min(walls)
+    ratios = "".join(
+        f"  {statistics.median(w / f for w, f in zip(walls, floor, strict=True)):5.2f}x {label}"
+        for label, floor in floors.items()
+        if floor is not walls
     )
-    return best, cpu
+    print(
+        f"  {name:31} best {best:6.3f} s  median {statistics.median(walls):6.3f} s  cpu {min(cpus):6.3f} s"
+        f"  {size / MB / best:6.1f} MB/s {ratios}"
+    )
 
 
 def _summary(entries: list[Any]) -> list[tuple[Any, ...]]:
@@ -158,13 +166,27 @@ def main() -> None:
     print("correctness")
     check_equivalence(small)
 
-    print(f"wall time ({args.reps} reps; 2 for the json floor)")
-    floors = _report("floor: json.loads per line", _timed(lambda: _floor_json(log), 2), size, None)
-    _report("floor: msgspec decode per line", _timed(lambda: _floor_msgspec(log), args.reps), size, floors)
-    best, cpu = _report("load_log", _timed(lambda: load_log(log), args.reps), size, floors)
-    _report("load_scenario(dir)", _timed(lambda: load_scenario(scenario), args.reps), size, floors)
+    print(f"wall time ({args.reps} rounds; ratios are medians of the per-round ratios)")
+    timed = _rounds(
+        {
+            "floor: json.loads per line": lambda: _floor_json(log),
+            "floor: msgspec decode per line": lambda: _floor_msgspec(log),
+            "load_log": lambda: load_log(log),
+            "load_scenario(dir)": lambda: load_scenario(scenario),
+        },
+        args.reps,
+    )
+    floors = {
+        "json floor": timed["floor: json.loads per line"][0],
+        "msgspec floor": timed["floor: msgspec decode per line"][0],
+    }
+    for name, result in timed.items():
+        _report(name, result, size, floors)
+    best, cpu = min(timed["load_log"][0]), min(timed["load_log"][1])
 
     target = size / (100 * MB)
+    busy = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {os.cpu_count()} cores, load average {busy} (above ~1 the wall times include waiting)")
     print(
         f"target: {size / MB / best:.0f} MB/s wall, {size / MB / cpu:.0f} MB/s cpu "
         f"(>= 100: {'ok' if best <= target else 'wall MISSED'}{'' if cpu <= target else ', cpu MISSED'}); "

@@ -23,6 +23,7 @@ from replay_engine.errors import DerivationError, ReplayError, SidecarError
 from replay_engine.logs import parse_session_log
 from replay_engine.models import ChunksEntry
 from replay_engine.scenario import config_from_directory
+from tests.conftest import conformance_dir
 from tests.unit.logtools import call_events, finish, header, log_text, text_chunks, write_scenario
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
@@ -166,6 +167,28 @@ def test_lenient_equals_strict_loader_on_finished_logs(name: str) -> None:
     assert lenient.header == strict.header
     assert [(e.to_json(), e.call_key, e.lines, e.times) for e in lenient.entries] == [
         (e.to_json(), e.call_key, e.lines, e.times) for e in strict.entries]
+
+
+@pytest.mark.conformance
+def test_lenient_equals_strict_loader_on_the_corpus() -> None:
+    corpus = conformance_dir()
+    if corpus is None:
+        pytest.skip("conformance corpus absent (plain clone); set DSH_REPLAY_CONFORMANCE_DIR")
+    compared = kept = 0
+    for path in sorted(corpus.glob("scenarios/*/session.jsonl")):
+        lenient = load_primary_for_authoring(path)
+        try:
+            strict = load_log(path)
+        except DerivationError as exc:
+            assert lenient.unfinished and lenient.entries[lenient.unfinished[0]].call_key == (
+                exc.call_key)
+            kept += 1
+            continue
+        assert lenient.unfinished == []
+        assert [(e.to_json(), e.lines, e.times) for e in lenient.entries] == [
+            (e.to_json(), e.lines, e.times) for e in strict.entries], path
+        compared += 1
+    assert compared > 100 and kept >= 1
 
 
 # -- the draft --------------------------------------------------------------------------

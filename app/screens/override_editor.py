@@ -23,7 +23,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
 from replay_engine.authoring_files import Rename
 from replay_engine.authoring_unfinished import open_draft
-from replay_engine.errors import ReplayError, SidecarError
+from replay_engine.errors import InputError, ReplayError, SidecarError
 from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
 from replay_engine.scenario import Scenario
 
@@ -123,7 +123,11 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if self.scenario is not None:
             return OverrideDraft.open(self.scenario)
         assert self.directory is not None
-        return open_draft(self.directory)
+        try:
+            return open_draft(self.directory)
+        except OSError as exc:
+            raise InputError(f"{exc.filename or self.directory}: cannot read the scenario "
+                             f"({exc.strerror or exc}).", file=str(self.directory)) from None
 
     # -- layout ---------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, TextArea
+from textual.widgets import Button, Input, TextArea
 
 from app.screens.override_editor import OverrideEditorScreen
 from replay_engine import load_scenario
@@ -92,3 +92,18 @@ async def test_the_recorded_text_in_the_pane_does_not_decide_the_call(root: Path
     assert (root / SIDE).read_bytes() == doc_bytes([{"kind": "chunks", "chunks": HI},
                                                     {"kind": "chunks", "chunks": finished}])
     assert (await serve_after_reload(root, 2))[1] == (finished, None)
+
+
+async def test_other_load_errors_are_shown_not_raised(tmp_path: Path) -> None:
+    target = tmp_path / "broken-json-line"
+    shutil.copytree(SAMPLES / "broken-json-line", target)
+    app = Host(lambda: OverrideEditorScreen.for_directory(target))
+    async with app.run_test(size=(180, 50)) as pilot:
+        screen = await opened(app, pilot)
+        assert screen.draft is None
+        assert "the sidecar cannot be edited" in text_of(screen, "#oe-title")
+        assert f"{target / 'session.jsonl'}:5" in text_of(screen, "#oe-status")
+        assert screen.query_one("#oe-save", Button).disabled
+        await pilot.press("escape")
+        await until(pilot, lambda: app.results == [False])
+    assert sorted(p.name for p in target.iterdir()) == ["session.jsonl"]

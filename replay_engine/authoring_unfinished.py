@@ -105,8 +105,10 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
         undecided = {i: item for i, item in undecided.items() if i not in patched}
         note = (note or "") + (f" The patches in {path.name} are kept and the file is saved as "
                                "a bare list (a patches sidecar cannot apply to this log).")
-    return OverrideDraft(path, "list", derived, entries=entries, base_digest=digest,
-                         derived_note=note, undecided=undecided)
+    draft = OverrideDraft(path, "list", derived, entries=entries, base_digest=digest,
+                          derived_note=note, undecided=undecided)
+    draft.unfinished = tuple(primary.unfinished)  # patched ones too: they explain the list form
+    return draft
 
 
 def open_draft(directory: str | Path) -> OverrideDraft:

@@ -296,7 +296,7 @@ def test_existing_patches_sidecar_is_converted_to_a_bare_list(root: Path) -> Non
     with pytest.raises(DerivationError):
         load_scenario(root)  # the patches alone cannot load this log
     draft = open_draft(root)
-    assert draft.form == "list" and draft.undecided == {}
+    assert draft.form == "list" and draft.undecided == {} and draft.unfinished == (1,)
     assert draft.derived_note is not None and "saved as a bare list" in draft.derived_note
     draft.save()
     assert (root / SIDE).read_bytes() == doc_bytes([

@@ -42,6 +42,9 @@ from .widgets.status_header import StatusHeader
 
 FLUSH_S = 1 / 30
 """Engine events are applied to the screen at most this often (chunk floods coalesce)."""
+BUSY_FLUSH_S = 1 / 8
+"""The repaint period while a flood is streaming (more than BUSY_EVENTS events per repaint)."""
+BUSY_EVENTS = 500
 MAX_LOG_EVENTS = 40
 """Event-log lines written per repaint; older events of a flood are only counted."""
 
@@ -107,6 +110,7 @@ class ReplayApp(DebuggerActions, App[str]):
         self._flushed = asyncio.Event()
         self._pending: list[ev.EngineEvent] = []
         self._chunks_pending = 0
+        self._last_burst = 0
         self._flush_timer: Timer | None = None
         self._stop_watch = anyio.Event()
         self._unsubscribe = self.engine.subscribe(self._on_engine_event)
@@ -288,7 +292,8 @@ class ReplayApp(DebuggerActions, App[str]):
     def request_flush(self) -> None:
         """Schedule a repaint from the engine's state (at most every FLUSH_S)."""
         if self._flush_timer is None and self.is_running:
-            self._flush_timer = self.set_timer(FLUSH_S, self.flush, name="flush")
+            delay = BUSY_FLUSH_S if self._last_burst > BUSY_EVENTS else FLUSH_S
+            self._flush_timer = self.set_timer(delay, self.flush, name="flush")
 
     def flush(self) -> None:
         """Apply buffered events: log lines, header, cursors, sessions, the selected call."""
@@ -296,6 +301,7 @@ class ReplayApp(DebuggerActions, App[str]):
         if self._closed or self._widgets is None:
             return  # not mounted yet, or shutting down
         events, self._pending = self._pending, []
+        self._last_burst = self._chunks_pending + len(events)
         self._chunks_pending = 0
         names = self._names()
         if len(events) > MAX_LOG_EVENTS:

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from app.screens.verdict import VerdictScreen
+from app.widgets.chunk_list import ChunkList
 from tests.app.apptools import client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 
@@ -90,7 +91,15 @@ async def test_break_at_every_chunk_steps_one_chunk_per_key() -> None:
                         and app.engine.state().bindings[0].chunks_served == s,
                         f"pause after {served}")
             await pilot.press("n")
+        await until(app, lambda: app.engine.state().bindings[0].chunks_served == 3
+                    and app.engine.state().bindings[0].status == "paused", "the third pause")
         assert not reader.done()
+        # The chunk list of the live call highlights the chunk served last.
+        await pilot.press("down", "right_square_bracket")
+        chunks = app.call_pane.query_one(ChunkList)
+        assert chunks.row_count == 10 and chunks.highlight == 2
+        await pilot.press("n")
+        await until(app, lambda: chunks.highlight == 3, "the highlight to follow")
         await pilot.press("1")  # run mode releases everything
         await asyncio.wait_for(reader, 10)
         assert app.engine.journal()[0].chunks_served == 10

@@ -224,6 +224,8 @@ async def test_append_a_retry_call_after_a_throw(root: Path) -> None:
         assert screen.index == 2
         assert screen.query_one("#oe-index", Input).value == "2"
         assert json.loads(screen.query_one("#oe-json", TextArea).text) == d[1]
+        # A Button ignores a second press while it still shows the first one.
+        await until(pilot, lambda: not screen.query_one("#oe-append").has_class("-active"))
         await pilot.click("#oe-append")
         await pilot.pause()
         assert "already appended" in text_of(screen, "#oe-status")

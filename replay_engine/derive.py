@@ -261,8 +261,9 @@ def derive_replay_script(events: list[Any], file: str | None = None) -> list[Scr
 # UTF-8 or a number beyond double range there is not an error (JavaScript reads both).
 
 _MAX_SAFE = 2**53 - 1
-_MAX_RUN = 1000
-"""Packed rows up to this many members cannot leave int64 times (1000 * 2^53 < 2^63)."""
+_SAFE_RUN = 1000
+"""Packed rows up to this many members cannot reach the int64 limits (1000 * 2^53 < 2^63)."""
+_INT64_MIN = -(2**63)
 _SHARED_TEXTS = 4096
 """Distinct member texts shared per log (the most frequent tokens come early); a bigger table
 no longer fits the CPU caches and costs more time than the memory it saves."""
@@ -456,7 +457,15 @@ def _packed_run(
         ):
             return None
     count = len(payload)
-    if not 0 < count <= _MAX_RUN or len(dt) != count - 1:
+    if not count or len(dt) != count - 1:
+        return None
+    try:  # struct packs faster than array() converts
+        packed = _pack(f"{count}q", *accumulate(dt, initial=row.time0))
+    except struct.error:  # a time beyond int64: the slow way records it as 0
+        return None
+    times = array("q")
+    times.frombytes(packed)
+    if count > _SAFE_RUN and min(times) == _INT64_MIN:  # also recorded as 0
         return None
     template: dict[str, Any] = {"type": PACKED_CHUNK_TYPES[kind], "index": index}
     if kind != "tool-call-chunks":
@@ -471,8 +480,6 @@ def _packed_run(
     chunks = list(map(dict.copy, repeat(template, count)))
     deque(map(setitem, chunks, repeat(field), map(share, payload, payload)), maxlen=0)
     key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
-    times = array("q")
-    times.frombytes(_pack(f"{count}q", *accumulate(dt, initial=row.time0)))  # faster than array(iter)
     return key, chunks, times
 
 

@@ -148,8 +148,13 @@ OK_CASES: dict[str, list[str]] = {
         ev(1, 1, {"type": "usage"}, time=2.9), ev(1, 1, {"type": "usage"}, time=2**63),
         ev(1, 1, {"type": "usage"}, time=-(2**63)), finish(time=True),
     ],
-    "a packed row too long for the fast path": [
+    "long packed rows": [head(), start(), texts_row(texts=["t"] * 1500, dt=[3] * 1499), finish()],
+    "packed times past int64": [
         head(), start(), texts_row(texts=["t"] * 1200, dt=[2**53 - 1] * 1199, time0=2**53 - 1), finish(),
+    ],
+    "packed times reaching the int64 minimum": [
+        head(), start(),
+        texts_row(texts=["t"] * 1025, dt=[-(2**53 - 1)] * 1023 + [-1024], time0=-(2**53 - 1)), finish(),
     ],
     "retries share a key, finish splits them": [
         head(), start(), finish(), start(), texts_row(), finish(), start(2, 1), finish(2, 1),

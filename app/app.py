@@ -268,6 +268,10 @@ class ReplayApp(DebuggerActions, App[str]):
                 f"{exc}. Pick another port with --port (0 picks a free one).")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
+        if not module.is_loopback(self.options.host):
+            self.live_pane.log_event(Text(f"warning: listening on {self.options.host}, not loopback: "
+                                          "anyone who can reach it can drive the replay",
+                                          style="bold yellow"))
 
     @property
     def url_label(self) -> str:

@@ -145,6 +145,22 @@ async def test_cancel_of_a_hang_ends_the_clients_stream_with_aborted(tmp_path: P
         await sdk.close()
 
 
+async def test_cancel_of_a_paused_stream_aborts_it() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("2")
+        sdk = client(app, "s")
+        held = asyncio.create_task(stream_text(sdk))
+        await until(app, lambda: app.engine.paused_sessions() == ["s"], "the pause")
+        await pilot.press("x")
+        with pytest.raises(openai.APIError) as caught:
+            await asyncio.wait_for(held, 10)
+        assert isinstance(caught.value.body, dict) and caught.value.body["code"] == "ABORTED"
+        assert app.engine.journal()[0].outcome == "cancelled"
+        await sdk.close()
+
+
 async def test_cancel_all_hanging(tmp_path: Path) -> None:
     app = make_app(SAMPLES / "hang-ready-file", ready_dir=tmp_path)
     async with app.run_test(size=(160, 40)) as pilot:

@@ -96,3 +96,22 @@ async def test_reload_key_and_control_api_reload_now(tmp_path: Path) -> None:
             answer = await http.post("/replay/v1/reload")
         assert answer.status_code == 409 and answer.json()["code"] == "LOG_PARSE"
         assert app.banner.showing and "line 1" in str(app.banner.render())
+
+
+async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "broken-json-line", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(160, 40)):
+        await app.ready.wait()
+        await app.watching.wait()
+        assert app.banner.showing and "Cannot load the scenario" in str(app.banner.render())
+        assert app.scripts_view.row_count == 0
+        # Replace the broken log with a good one: the banner goes, the scripts appear.
+        write_atomic(root / "session.jsonl",
+                     (SAMPLES / "basic-chat" / "session.jsonl").read_text(encoding="utf-8"))
+        await until(app, lambda: not app.banner.showing, "the recovery")
+        assert app.scripts_view.row_count == 3
+        sdk = client(app, "s")
+        await stream_text(sdk)
+        assert await stream_text(sdk) == ANSWER
+        await sdk.close()

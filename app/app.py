@@ -200,6 +200,12 @@ class ReplayApp(DebuggerActions, App[str]):
             raise InputError(f"{exc.filename or self.options.scenario}: cannot read "
                              f"({exc.strerror}); check the file and its permissions.",
                              file=exc.filename) from None
+        except ReplayError:
+            raise
+        except Exception as exc:  # a loader bug must not take the debugger down
+            raise ReplayError(f"{self.options.scenario}: loading failed unexpectedly "
+                              f"({type(exc).__name__}: {exc}); please report this with the "
+                              "scenario.", code="INTERNAL") from exc
 
     def _apply(self, scenario: Scenario, initial: bool) -> None:
         old = self.scenario

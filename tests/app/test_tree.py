@@ -74,3 +74,21 @@ async def test_a_missing_directory_is_shown_not_raised(tmp_path: Path) -> None:
         await app.ready.wait()
         await until(app, lambda: app.banner.showing, "the banner")
         assert "no such scenario directory" in str(app.banner.render())
+
+
+async def test_a_port_in_use_is_shown_in_the_banner() -> None:
+    import socket
+
+    from app.app import AppOptions, ReplayApp
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        app = ReplayApp(AppOptions(scenario=SAMPLES / "basic-chat", port=port, watch=False))
+        async with app.run_test(size=(160, 40)):
+            await app.ready.wait()
+            assert app.url is None and app.banner.showing
+            banner = str(app.banner.render())
+            assert f"Cannot serve on 127.0.0.1:{port}" in banner and "--port" in banner
+            assert app.scripts_view.row_count == 3  # the scenario is still shown

@@ -389,6 +389,58 @@ class ReplayEngine:
         model: str | None = None,
     ) -> CallHandle:
         """Bind one model call now (claim or advance); raises binding errors immediately."""
+        call = self._bind_call(session_id, messages, run, model)
+        try:
+            call.entry = self._resolve(call.entry, messages)
+        except ReplayError as exc:
+            self._open_failed(call, exc)
+            raise
+        return self._armed(call)
+
+    async def open_call_async(
+        self,
+        session_id: str | None,
+        messages: Any = None,
+        *,
+        run: str = DEFAULT_RUN,
+        model: str | None = None,
+    ) -> CallHandle:
+        """``open_call`` that evaluates ``fromRequest`` patterns in a worker thread.
+
+        Binding still happens at once; a slow pattern (up to its timeout) then holds only
+        this call instead of every stream on the event loop.
+        """
+        call = self._bind_call(session_id, messages, run, model)
+        entry = call.entry
+        try:
+            if self._needs_resolving(entry):
+                call.entry = await anyio.to_thread.run_sync(resolve_scripted_entry, entry, messages)
+        except ReplayError as exc:
+            self._open_failed(call, exc)
+            raise
+        except BaseException:
+            self._end(call, "cancelled", AbortedError())
+            raise
+        return self._armed(call)
+
+    def _needs_resolving(self, entry: AnyEntry) -> bool:
+        if isinstance(entry, HangEntry):
+            return entry.readyFile is not None and MARKER in entry.readyFile
+        return not (self._plain.get(id(entry)) is entry or self._check_plain(entry))
+
+    def _open_failed(self, call: _Call, exc: ReplayError) -> None:
+        if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
+            exc.message += (f" [{session_label(call.key)}, script {call.script_index}, "
+                            f"call {call.call_index}, run {call.run}]")
+        self._end(call, "failed", exc)
+
+    def _armed(self, call: _Call) -> CallHandle:
+        if self._mode != "run" or (call.script_index, call.call_index) in self._breakpoints:
+            call.budget = 0
+        return CallHandle(self, call)
+
+    def _bind_call(self, session_id: str | None, messages: Any, run: str,
+                   model: str | None) -> _Call:
         r = self._run(run)
         binding = r.bindings.get(session_id)
         if binding is None:
@@ -436,17 +488,7 @@ class ReplayEngine:
             ev.CallStarted(run, session_id, binding.script_index, call_index, call_id,
                            scripted.entry.kind)
         )
-        try:
-            call.entry = self._resolve(scripted.entry, messages)
-        except ReplayError as exc:
-            if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
-                exc.message += (f" [{session_label(session_id)}, script {binding.script_index}, "
-                                f"call {call_index}, run {run}]")
-            self._end(call, "failed", exc)
-            raise
-        if self._mode != "run" or (binding.script_index, call_index) in self._breakpoints:
-            call.budget = 0
-        return CallHandle(self, call)
+        return call
 
     def _resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:
         """Resolve placeholders; entries known to hold none skip the (slow) walk."""

@@ -20,14 +20,14 @@ import anyio
 import msgspec
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from .engine import DEFAULT_RUN, Pace, ReplayEngine, diff_scripts
 from .errors import ReplayError
-from .models import ModelConfig, ProviderConfig
+from .models import ModelConfig, ProviderConfig, SessionScript
 from .responses import CallCompletion, CallStream, NdjsonFormat, SseFormat, StreamCount
 from .scenario import Scenario, load_scenario
 from .wire_openai import error_body, status_for_code
@@ -39,6 +39,10 @@ DEFAULT_PROVIDERS = [ProviderConfig(id="replay", models=[ModelConfig(id="replay"
 """What ``/v1/models`` lists when no provider catalog is configured."""
 
 _decode = msgspec.json.Decoder().decode
+
+ScenarioSource = Scenario | Callable[[], Scenario | None] | None
+"""What the scripts route reports headers from: a scenario, a callable returning the current
+one (asked on every request), or nothing."""
 
 
 class BadRequest(Exception):
@@ -57,20 +61,39 @@ class BadRequest(Exception):
         return JSONResponse(body, status_code=self.status)
 
 
+class ClientGone(BadRequest):
+    """The client closed the connection before its request body arrived: nothing to serve.
+
+    The answer is never delivered (uvicorn drops writes to a closed connection); raising
+    it keeps the route from binding a call and the server from logging a traceback.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(400, "the client closed the connection before sending its whole "
+                         "request body", "CLIENT_CLOSED")
+
+
 async def read_json_body(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object ({} when empty); BadRequest when too big or malformed."""
+    """The request body as a JSON object ({} when empty).
+
+    Raises BadRequest when the body is too big or malformed, ClientGone when the client
+    left before sending all of it.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise BadRequest(413, f"request body of {declared} bytes exceeds the "
                          f"{MAX_BODY_BYTES // (1024 * 1024)} MiB limit", "BODY_TOO_LARGE")
     parts: list[bytes] = []
     size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > MAX_BODY_BYTES:
-            raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
-                             "MiB limit", "BODY_TOO_LARGE")
-        parts.append(part)
+    try:
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
+                                 "MiB limit", "BODY_TOO_LARGE")
+            parts.append(part)
+    except ClientDisconnect:
+        raise ClientGone() from None
     raw = b"".join(parts)
     if not raw.strip():
         return {}
@@ -90,6 +113,18 @@ def _error(exc: ReplayError, status: int | None = None) -> JSONResponse:
                         status_code=status or status_for_code(exc.code))
 
 
+def scripts_headers(served: list[SessionScript], scenario: Scenario | None) -> dict[str, Any]:
+    """Each served log's header by file name, as ``GET /replay/v1/scripts`` answers it.
+
+    The scenario's own headers when it holds exactly the scripts being served; otherwise
+    (the engine was reloaded behind the server's back) the served scripts' headers.
+    """
+    if scenario is not None and len(scenario.scripts) == len(served) and all(
+            a is b for a, b in zip(scenario.scripts, served, strict=True)):
+        return {name: h.to_json() for name, h in scenario.headers.items()}
+    return {Path(s.file).name: s.header.to_json() for s in served if s.file is not None}
+
+
 def _session_field(body: dict[str, Any]) -> str | None:
     value = body.get("sessionId")
     if value is not None and not isinstance(value, str):
@@ -100,14 +135,28 @@ def _session_field(body: dict[str, Any]) -> str | None:
 class _Handlers:
     """The route endpoints, sharing one engine and its serving context."""
 
-    def __init__(self, engine: ReplayEngine, scenario: Scenario | None,
+    def __init__(self, engine: ReplayEngine, scenario: ScenarioSource,
                  providers: list[ProviderConfig] | None,
                  reload: Callable[[], object] | None) -> None:
         self.engine = engine
-        self.scenario = scenario
         self.providers = providers if providers else DEFAULT_PROVIDERS
         self.reload_fn = reload
         self.streams = StreamCount()
+        self._scenario: Scenario | None = None
+        self._provider: Callable[[], Scenario | None] | None = None
+        self.set_scenario(scenario)
+
+    def set_scenario(self, scenario: ScenarioSource) -> None:
+        """Serve ``scenario`` (or whatever a provider callable returns) from now on."""
+        if callable(scenario):
+            self._scenario, self._provider = None, scenario
+        else:
+            self._scenario, self._provider = scenario, None
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """The scenario as last told (a provider is asked every time)."""
+        return self._provider() if self._provider is not None else self._scenario
 
     @staticmethod
     def run(request: Request) -> str:
@@ -123,8 +172,8 @@ class _Handlers:
         model = body.get("model") if isinstance(body.get("model"), str) else "replay"
         session = request.headers.get("x-session-id") or None
         try:
-            handle = self.engine.open_call(session, body.get("messages"), run=self.run(request),
-                                           model=model)
+            handle = await self.engine.open_call_async(
+                session, body.get("messages"), run=self.run(request), model=model)
         except ReplayError as exc:
             return _error(exc)
         if body.get("stream") is True:
@@ -139,9 +188,9 @@ class _Handlers:
         except BadRequest as bad:
             return bad.response()
         try:
-            handle = self.engine.open_call(session, body.get("messages"), run=self.run(request),
-                                           model=body.get("model") if isinstance(
-                                               body.get("model"), str) else None)
+            model = body.get("model") if isinstance(body.get("model"), str) else None
+            handle = await self.engine.open_call_async(
+                session, body.get("messages"), run=self.run(request), model=model)
         except ReplayError as exc:
             return _error(exc)
         return CallStream(handle, NdjsonFormat(), self.streams)
@@ -157,12 +206,11 @@ class _Handlers:
         return JSONResponse({"status": "ok"})
 
     async def scripts(self, request: Request) -> Response:
-        headers = ({n: h.to_json() for n, h in self.scenario.headers.items()}
-                   if self.scenario is not None else {})
+        served = self.engine.scripts
         return JSONResponse({
             "ok": True,
-            "scripts": [s.to_json(with_origin=True) for s in self.engine.scripts],
-            "headers": headers,
+            "scripts": [s.to_json(with_origin=True) for s in served],
+            "headers": scripts_headers(served, self.scenario),
         })
 
     async def state(self, request: Request) -> Response:
@@ -244,8 +292,8 @@ class _Handlers:
         except ReplayError as exc:
             return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
                                 status_code=409)
-        if isinstance(result, Scenario):
-            self.scenario = result
+        if isinstance(result, Scenario) and self._provider is None:
+            self._scenario = result
         self.engine.prepare()
         return JSONResponse({"ok": True, "changes": diff_scripts(before, self.engine.scripts)})
 
@@ -253,11 +301,15 @@ class _Handlers:
 def create_app(
     engine: ReplayEngine,
     *,
-    scenario: Scenario | None = None,
+    scenario: ScenarioSource = None,
     providers: list[ProviderConfig] | None = None,
     reload: Callable[[], object] | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run."""
+    """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run.
+
+    ``scenario`` may be a callable returning the current scenario; ``set_app_scenario``
+    changes it later.
+    """
     h = _Handlers(engine, scenario, providers, reload)
     table: list[tuple[str, Callable[[Request], Any], list[str]]] = [
         ("/v1/chat/completions", h.chat_completions, ["POST"]),
@@ -279,7 +331,17 @@ def create_app(
     for path, endpoint, methods in table:
         routes.append(Route(path, endpoint, methods=methods))
         routes.append(Route("/runs/{run}" + path, endpoint, methods=methods))
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    app.state.replay_handlers = h
+    return app
+
+
+def set_app_scenario(app: Starlette, scenario: ScenarioSource) -> None:
+    """Tell an app made by ``create_app`` which scenario it serves now (after a reload)."""
+    handlers = getattr(app.state, "replay_handlers", None)
+    if not isinstance(handlers, _Handlers):
+        raise TypeError("set_app_scenario needs an app made by create_app")
+    handlers.set_scenario(scenario)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -305,19 +367,41 @@ class ReplayServer:
         host: str = "127.0.0.1",
         port: int = 0,
         providers: list[ProviderConfig] | None = None,
-        scenario: Scenario | None = None,
+        scenario: ScenarioSource = None,
         reload: Callable[[], object] | None = None,
         app: ASGIApp | None = None,
     ) -> None:
         self.engine = engine
         self.host = host
         self.port = port
-        self.scenario = scenario
-        self.app = app or create_app(engine, scenario=scenario, providers=providers, reload=reload)
+        self._routes: Starlette | None = None
+        self._scenario: ScenarioSource = scenario
+        if app is None:
+            app = self._routes = create_app(engine, scenario=scenario, providers=providers,
+                                            reload=reload)
+        self.app = app
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()
         self._url: str | None = None
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """The scenario the scripts route reports (a provider is asked now)."""
+        if self._routes is not None:
+            handlers: _Handlers = self._routes.state.replay_handlers
+            return handlers.scenario
+        source = self._scenario
+        return source() if callable(source) else source
+
+    def set_scenario(self, scenario: ScenarioSource) -> None:
+        """Tell the server the scenario it serves now, e.g. after ``engine.reload(s.scripts)``.
+
+        Takes a Scenario, or a callable returning the current one (asked on every request).
+        """
+        self._scenario = scenario
+        if self._routes is not None:
+            set_app_scenario(self._routes, scenario)
 
     @property
     def url(self) -> str:

@@ -110,7 +110,10 @@ async def test_bare_engine_server_has_no_reload_and_a_default_catalog(samples: P
     assert reload.status_code == 404
     assert models == {"object": "list", "data": [
         {"id": "replay", "object": "model", "created": 0, "owned_by": "replay"}]}
-    assert scripts["headers"] == {} and len(scripts["scripts"]) == 1
+    # No scenario given: the headers are those of the scripts being served.
+    assert scripts["headers"] == {"session.jsonl": {"id": "sample-basic-chat", "createdAt": 1767225600000,
+                                                    "seedLength": 0}}
+    assert len(scripts["scripts"]) == 1
 
 
 async def test_a_runaway_pattern_fails_its_call_not_the_server(tmp_path: Path) -> None:

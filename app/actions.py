@@ -1,5 +1,5 @@
-"""The debugger's key actions: step gate, breakpoints, cancel, pace, reset, verdict, reload,
-demo agent and the override editor. Each one calls a public engine method and nothing else."""
+"""The debugger's key actions: step gate, breakpoints, cancel, pace, reset, verdict, reload and
+the demo agent (the override editor is in ``editing``). Each calls public engine methods only."""
 
 from __future__ import annotations
 
@@ -135,30 +135,3 @@ class DebuggerActions:
             self.live_pane.log_event(f"demo agent done (consumed: {consumed})")
         finally:
             self._demo_running = False
-
-    def action_override(self: ReplayApp) -> None:
-        """Edit the override sidecar at the selected primary call."""
-        selected = self.scripts_view.selected()
-        if self.scenario is None or selected is None or selected[1] is None:
-            self.notify("Select a call of the primary script.", severity="warning")
-            return
-        s, j = selected
-        if not self.scenario.scripts[s].primary:
-            self.notify("Sidecars apply to the primary session only; select a primary call.",
-                        severity="warning")
-            return
-        try:
-            module = importlib.import_module("app.screens.override_editor")
-        except ModuleNotFoundError:
-            self.notify("The override editor is not available yet.", severity="error")
-            return
-        served = None
-        for b in self.engine.state(self.run_name).bindings:
-            if b.script_index == s and b.call_index == j:
-                served = b.chunks_served
-
-        def saved(ok: bool | None) -> None:
-            if ok:
-                self.action_reload()
-
-        self.push_screen(module.OverrideEditorScreen(self.scenario, j, served), saved)

@@ -23,14 +23,17 @@ from textual.timer import Timer
 from textual.widgets import Footer
 
 from replay_engine import events as ev
+from replay_engine.authoring import fingerprint
 from replay_engine.cli_serve import EXIT_NOT_CONSUMED
 from replay_engine.cli_serve import verdict as serve_verdict
 from replay_engine.engine import DEFAULT_RUN, CallRecord, Pace, ReplayEngine
 from replay_engine.errors import InputError, ReplayError
 from replay_engine.models import ProviderConfig
 from replay_engine.scenario import Scenario, load_scenario
+from replay_engine.sidecar import SIDECAR_NAME
 
 from .actions import DebuggerActions
+from .editing import UNFINISHED_CODE, EditorActions
 from .eventlog import format_event
 from .messages import CallSelected
 from .reload import describe_changes, watch_scenario
@@ -65,7 +68,7 @@ class AppOptions:
     """Shown instead of the real URL (snapshots use a fixed one)."""
 
 
-class ReplayApp(DebuggerActions, App[str]):
+class ReplayApp(DebuggerActions, EditorActions, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -113,6 +116,12 @@ class ReplayApp(DebuggerActions, App[str]):
         self._last_burst = 0
         self._flush_timer: Timer | None = None
         self._stop_watch = anyio.Event()
+        self._load_lock = asyncio.Lock()
+        """One load at a time, so the watcher can tell a change it already loaded."""
+        self._sidecar_digest: str | None = None
+        """Fingerprint of the sidecar as read by the last load (before it read the scenario)."""
+        self._reload_deferred = False
+        self._asking_quit = False
         self._unsubscribe = self.engine.subscribe(self._on_engine_event)
         self._demo_running = False
         self._closed = False
@@ -183,8 +192,17 @@ class ReplayApp(DebuggerActions, App[str]):
 
     # -- loading and hot reload ------------------------------------------------------------
 
-    async def load(self, *, initial: bool = False) -> bool:
-        """(Re)load the scenario; a failure keeps serving the last good scripts."""
+    async def load(self, *, initial: bool = False, why: str = "reload requested") -> bool:
+        """(Re)load the scenario; a failure keeps serving the last good scripts.
+
+        While an override editor holds unsaved changes the reload waits until it closes."""
+        async with self._load_lock:
+            return await self._load_locked(initial, why)
+
+    async def _load_locked(self, initial: bool, why: str) -> bool:
+        if not initial and self.editor_has_unsaved_changes():
+            self.defer_reload(why)
+            return False
         try:
             scenario = await asyncio.to_thread(self._read_scenario)
         except ReplayError as exc:
@@ -193,7 +211,31 @@ class ReplayApp(DebuggerActions, App[str]):
         self._apply(scenario, initial)
         return True
 
+    async def reload_sidecar(self, why: str) -> bool:
+        """Reload after the sidecar changed, unless its content is what the last load read (the
+        editor's save reloads once: whichever of its close and the watcher comes second skips)."""
+        async with self._load_lock:
+            if not self._reload_deferred and (
+                    await asyncio.to_thread(self._read_sidecar_digest) == self._sidecar_digest):
+                self.live_pane.log_event(f"{SIDECAR_NAME}: content already loaded, no reload")
+                self.request_flush()
+                return False
+            return await self._load_locked(False, why)
+
+    def _sidecar_path(self) -> Path | None:
+        root = self.options.scenario
+        return root / SIDECAR_NAME if root.is_dir() else None
+
+    def _read_sidecar_digest(self) -> str | None:
+        path = self._sidecar_path()
+        try:
+            return fingerprint(path) if path is not None else None
+        except OSError:
+            return None  # unreadable: the load reports it
+
     def _read_scenario(self) -> Scenario:
+        # The digest is taken first: a write racing the load then differs and reloads again.
+        self._sidecar_digest = self._read_sidecar_digest()
         try:
             return load_scenario(self.options.scenario)
         except OSError as exc:
@@ -225,7 +267,14 @@ class ReplayApp(DebuggerActions, App[str]):
         self.request_flush()
 
     def reload_from_api(self) -> Scenario:
-        """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller."""
+        """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
+
+        Refused (RELOAD_DEFERRED) while an override editor holds unsaved changes."""
+        if self.editor_has_unsaved_changes():
+            self.defer_reload("control API")
+            raise ReplayError("the override editor of dsh-replay-tui has unsaved changes; the "
+                              "scenario reloads when the editor is saved or closed.",
+                              code="RELOAD_DEFERRED")
         try:
             scenario = self._read_scenario()
         except ReplayError as exc:
@@ -238,6 +287,8 @@ class ReplayApp(DebuggerActions, App[str]):
         self.load_error = error
         title = ("Cannot load the scenario — nothing is served until it loads" if self.scenario is None
                  else "Reload failed — still serving the last good scripts")
+        if error.code == UNFINISHED_CODE:
+            title += " — press o to decide the call"
         self.banner.show_error(title, error)
         self.live_pane.log_event(f"{'load' if initial else 'reload'} failed [{error.code}]: "
                                  f"{error.message}")
@@ -246,7 +297,10 @@ class ReplayApp(DebuggerActions, App[str]):
     async def _watch(self) -> None:
         async def changed(names: list[str]) -> None:
             self.live_pane.log_event("changed: " + ", ".join(names))
-            await self.load()
+            if names == [SIDECAR_NAME]:
+                await self.reload_sidecar("files changed")
+            else:
+                await self.load(why="files changed")
 
         await watch_scenario(self.options.scenario, changed, stop_event=self._stop_watch,
                              on_ready=self.watching.set)
@@ -379,7 +433,7 @@ class ReplayApp(DebuggerActions, App[str]):
         script = self.scenario.scripts[s]
         pane.show(CallView(script, s, j, self._record(s, j), served))
 
-    async def action_quit(self) -> None:
+    async def quit_with_verdict(self) -> None:
         """Stop serving and exit with the verdict ``dsh-replay serve`` prints (exit 3: not consumed)."""
         await self.shutdown()
         ok, lines = serve_verdict(self.engine)

@@ -26,13 +26,14 @@ class ConfirmDiscardScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Keep editing"),
     ]
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, question: str | None = None) -> None:
         super().__init__()
         self.what = what
+        self.question = question or f"Discard unsaved changes to {what}?"
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Discard unsaved changes to {self.what}?", id="oe-confirm-text")
+            yield Static(self.question, id="oe-confirm-text")
             with Horizontal():
                 yield Button("Discard (y)", variant="error", id="oe-discard")
                 yield Button("Keep editing (n)", variant="primary", id="oe-keep")

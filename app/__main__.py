@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay config, TOML or .json (providers, paceMs), as for dsh-replay serve")
     p.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
                    help="where relative hang readyFiles are created (default: current directory)")
+    p.add_argument("--url-file", type=Path, default=None, metavar="FILE",
+                   help="write the base URL to FILE (atomically) once the server is up")
     return p
 
 
@@ -57,6 +59,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     return AppOptions(
         scenario=args.scenario_path, host=args.host, port=args.port, pace=pace,
         providers=config.providers if config else None, ready_dir=args.ready_dir,
+        url_file=args.url_file,
     )
 
 

@@ -19,24 +19,23 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer
 
 from replay_engine import events as ev
-from replay_engine.authoring import fingerprint
-from replay_engine.cli_serve import EXIT_NOT_CONSUMED
+from replay_engine.cli_serve import EXIT_NOT_CONSUMED, write_atomic
 from replay_engine.cli_serve import verdict as serve_verdict
 from replay_engine.engine import DEFAULT_RUN, CallRecord, Pace, ReplayEngine
-from replay_engine.errors import InputError, ReplayError
+from replay_engine.errors import ReplayError
 from replay_engine.models import ProviderConfig
-from replay_engine.scenario import Scenario, load_scenario
-from replay_engine.sidecar import SIDECAR_NAME
+from replay_engine.scenario import Scenario
 
 from .actions import DebuggerActions
-from .editing import UNFINISHED_CODE, EditorActions
+from .editing import EditorActions
 from .eventlog import format_event
+from .loading import ScenarioLoading
 from .messages import CallSelected
-from .reload import describe_changes, watch_scenario
 from .widgets.call_pane import CallPane, CallView
 from .widgets.error_banner import ErrorBanner
 from .widgets.live_pane import LivePane
@@ -66,9 +65,11 @@ class AppOptions:
     watch: bool = True
     url_label: str | None = None
     """Shown instead of the real URL (snapshots use a fixed one)."""
+    url_file: Path | None = None
+    """Where the base URL is written (atomically) once the server is up."""
 
 
-class ReplayApp(DebuggerActions, EditorActions, App[str]):
+class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -190,121 +191,6 @@ class ReplayApp(DebuggerActions, EditorActions, App[str]):
             self.run_worker(self._watch(), name="watch", group="watch", exclusive=True)
         self.ready.set()
 
-    # -- loading and hot reload ------------------------------------------------------------
-
-    async def load(self, *, initial: bool = False, why: str = "reload requested") -> bool:
-        """(Re)load the scenario; a failure keeps serving the last good scripts.
-
-        While an override editor holds unsaved changes the reload waits until it closes."""
-        async with self._load_lock:
-            return await self._load_locked(initial, why)
-
-    async def _load_locked(self, initial: bool, why: str) -> bool:
-        if not initial and self.editor_has_unsaved_changes():
-            self.defer_reload(why)
-            return False
-        try:
-            scenario = await asyncio.to_thread(self._read_scenario)
-        except ReplayError as exc:
-            self._load_failed(exc, initial)
-            return False
-        self._apply(scenario, initial)
-        return True
-
-    async def reload_sidecar(self, why: str) -> bool:
-        """Reload after the sidecar changed, unless its content is what the last load read (the
-        editor's save reloads once: whichever of its close and the watcher comes second skips)."""
-        async with self._load_lock:
-            if not self._reload_deferred and (
-                    await asyncio.to_thread(self._read_sidecar_digest) == self._sidecar_digest):
-                self.live_pane.log_event(f"{SIDECAR_NAME}: content already loaded, no reload")
-                self.request_flush()
-                return False
-            return await self._load_locked(False, why)
-
-    def _sidecar_path(self) -> Path | None:
-        root = self.options.scenario
-        return root / SIDECAR_NAME if root.is_dir() else None
-
-    def _read_sidecar_digest(self) -> str | None:
-        path = self._sidecar_path()
-        try:
-            return fingerprint(path) if path is not None else None
-        except OSError:
-            return None  # unreadable: the load reports it
-
-    def _read_scenario(self) -> Scenario:
-        # The digest is taken first: a write racing the load then differs and reloads again.
-        self._sidecar_digest = self._read_sidecar_digest()
-        try:
-            return load_scenario(self.options.scenario)
-        except OSError as exc:
-            raise InputError(f"{exc.filename or self.options.scenario}: cannot read "
-                             f"({exc.strerror}); check the file and its permissions.",
-                             file=exc.filename) from None
-        except ReplayError:
-            raise
-        except Exception as exc:  # a loader bug must not take the debugger down
-            raise ReplayError(f"{self.options.scenario}: loading failed unexpectedly "
-                              f"({type(exc).__name__}: {exc}); please report this with the "
-                              "scenario.", code="INTERNAL") from exc
-
-    def _apply(self, scenario: Scenario, initial: bool) -> None:
-        old = self.scenario
-        self.scenario = scenario
-        self.load_error = None
-        self.banner.clear()
-        changes = self.engine.reload(scenario.scripts)
-        self.scripts_view.set_scripts(scenario.scripts)
-        self.call_pane.forget_context()
-        calls = sum(len(s.entries) for s in scenario.scripts)
-        if initial or old is None:
-            self.live_pane.log_event(f"loaded {self.options.scenario}: {len(scenario.scripts)} "
-                                     f"session script(s), {calls} call(s)")
-        else:
-            self.live_pane.log_event(describe_changes(changes, self._names()))
-        self._show_selected()
-        self.request_flush()
-
-    def reload_from_api(self) -> Scenario:
-        """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
-
-        Refused (RELOAD_DEFERRED) while an override editor holds unsaved changes."""
-        if self.editor_has_unsaved_changes():
-            self.defer_reload("control API")
-            raise ReplayError("the override editor of dsh-replay-tui has unsaved changes; the "
-                              "scenario reloads when the editor is saved or closed.",
-                              code="RELOAD_DEFERRED")
-        try:
-            scenario = self._read_scenario()
-        except ReplayError as exc:
-            self._load_failed(exc, False)
-            raise
-        self._apply(scenario, False)
-        return scenario
-
-    def _load_failed(self, error: ReplayError, initial: bool) -> None:
-        self.load_error = error
-        title = ("Cannot load the scenario — nothing is served until it loads" if self.scenario is None
-                 else "Reload failed — still serving the last good scripts")
-        if error.code == UNFINISHED_CODE:
-            title += " — press o to decide the call"
-        self.banner.show_error(title, error)
-        self.live_pane.log_event(f"{'load' if initial else 'reload'} failed [{error.code}]: "
-                                 f"{error.message}")
-        self.request_flush()
-
-    async def _watch(self) -> None:
-        async def changed(names: list[str]) -> None:
-            self.live_pane.log_event("changed: " + ", ".join(names))
-            if names == [SIDECAR_NAME]:
-                await self.reload_sidecar("files changed")
-            else:
-                await self.load(why="files changed")
-
-        await watch_scenario(self.options.scenario, changed, stop_event=self._stop_watch,
-                             on_ready=self.watching.set)
-
     # -- the embedded server ---------------------------------------------------------------
 
     async def _start_server(self) -> None:
@@ -328,10 +214,22 @@ class ReplayApp(DebuggerActions, EditorActions, App[str]):
                 f"{exc}. Pick another port with --port (0 picks a free one).")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
+        if self.options.url_file is not None:
+            await self._write_url_file(self.options.url_file)
         if not module.is_loopback(self.options.host):
             self.live_pane.log_event(Text(f"warning: listening on {self.options.host}, not loopback: "
                                           "anyone who can reach it can drive the replay",
                                           style="bold yellow"))
+
+    async def _write_url_file(self, path: Path) -> None:
+        try:
+            await asyncio.to_thread(write_atomic, path, f"{self.url}\n")
+        except OSError as exc:
+            self.banner.show_error(f"Cannot write the URL file {path}",
+                                   f"{exc.strerror or exc}; the server runs on {self.url}. Check "
+                                   "that the directory exists and is writable.")
+            return
+        self.live_pane.log_event(f"wrote the URL to {path}")
 
     @property
     def url_label(self) -> str:
@@ -382,6 +280,14 @@ class ReplayApp(DebuggerActions, EditorActions, App[str]):
                 if event.run != self.run_name:
                     line = Text.assemble(f"[run {event.run}] ", line)
                 self.live_pane.log_event(line)
+        try:
+            self._paint(names)
+        except NoMatches:
+            return  # the main screen's widgets only go away while the app shuts down
+        waiters, self._flushed = self._flushed, asyncio.Event()
+        waiters.set()
+
+    def _paint(self, names: list[str]) -> None:
         state = self.engine.state(self.run_name)
         self.header.show(
             scenario=str(self.options.scenario), url=self.url_label, state=state,
@@ -391,8 +297,6 @@ class ReplayApp(DebuggerActions, EditorActions, App[str]):
         self.scripts_view.set_live(state, self.engine.breakpoints)
         self.live_pane.set_state(state, names)
         self._show_selected()
-        waiters, self._flushed = self._flushed, asyncio.Event()
-        waiters.set()
 
     async def next_flush(self) -> None:
         """Wait for the next repaint (tests await this instead of sleeping)."""

@@ -89,4 +89,5 @@ class LivePane(Vertical):
         self.lines.append(plain)
         if len(self.lines) > LOG_LINES:
             del self.lines[: len(self.lines) - LOG_LINES]
-        self.query_one(EventLog).write(line)
+        for view in self.query(EventLog):  # none while the app shuts down
+            view.write(line)

@@ -61,3 +61,12 @@ def test_good_arguments_become_app_options(tmp_path: Path) -> None:
     args.scenario_path = Path(args.scenario)
     pace = options_from_args(args).pace
     assert (pace.mode, pace.speed, pace.ms) == ("recorded", 2.0, 3)
+
+
+def test_url_file_becomes_an_option() -> None:
+    args = build_parser().parse_args([BASIC, "--url-file", "out/url.txt"])
+    args.scenario_path = Path(args.scenario)
+    assert options_from_args(args).url_file == Path("out/url.txt")
+    args = build_parser().parse_args([BASIC])
+    args.scenario_path = Path(args.scenario)
+    assert options_from_args(args).url_file is None

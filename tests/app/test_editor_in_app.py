@@ -198,3 +198,34 @@ async def test_a_save_reloads_exactly_once(tmp_path: Path) -> None:
         assert logged(app, "content already loaded") == [
             f"{SIDE}: content already loaded, no reload"]
         unsubscribe()
+
+
+async def test_url_file_is_written_once_the_server_is_up(tmp_path: Path) -> None:
+    from app.app import AppOptions
+
+    url_file = tmp_path / "url.txt"
+    url_file.write_text("stale\n", encoding="utf-8")
+    app = ReplayApp(AppOptions(scenario=SAMPLES / "basic-chat", port=0, watch=False,
+                               url_file=url_file))
+    async with app.run_test(size=(160, 40)):
+        await app.ready.wait()
+        assert app.url is not None
+        assert url_file.read_text(encoding="utf-8") == app.url + "\n"
+        assert [p.name for p in tmp_path.iterdir()] == ["url.txt"]  # no temp file left
+        async with client(app, "s") as sdk:
+            await stream_text(sdk)  # the URL in the file is the live server
+        assert len(app.engine.journal()) == 1
+
+
+async def test_an_unwritable_url_file_shows_in_the_banner(tmp_path: Path) -> None:
+    from app.app import AppOptions
+
+    url_file = tmp_path / "missing-dir" / "url.txt"
+    app = ReplayApp(AppOptions(scenario=SAMPLES / "basic-chat", port=0, watch=False,
+                               url_file=url_file))
+    async with app.run_test(size=(160, 40)):
+        await app.ready.wait()
+        assert app.url is not None and app.banner.showing
+        banner = str(app.banner.render())
+        assert f"Cannot write the URL file {url_file}" in banner and app.url in banner
+        assert not url_file.exists()

@@ -229,3 +229,31 @@ async def test_an_unwritable_url_file_shows_in_the_banner(tmp_path: Path) -> Non
         banner = str(app.banner.render())
         assert f"Cannot write the URL file {url_file}" in banner and app.url in banner
         assert not url_file.exists()
+
+
+async def test_a_save_after_a_deferred_reload_loads_both_changes_once(tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(180, 50)) as pilot:
+        await app.ready.wait()
+        await app.watching.wait()
+        reloads: list[ev.ScriptsReloaded] = []
+        unsubscribe = app.engine.subscribe(
+            lambda e: reloads.append(e) if isinstance(e, ev.ScriptsReloaded) else None)
+        assert app.scripts_view.select(0, 1)
+        editor = await open_editor(pilot, app)
+        await throw_here(pilot, editor, "boom", "SERVER")
+        log = root / "session.jsonl"
+        write_atomic(log, log.read_text(encoding="utf-8").replace("Hello!", "Howdy!"))
+        await until(app, lambda: logged(app, "reload deferred"), "the deferral")
+        assert reloads == []
+        await pilot.press("ctrl+s")
+        await until(app, lambda: reloads and logged(app, "content already loaded"),
+                    "the reload and the watcher's skip of the save")
+        assert len(reloads) == 1
+        entries = app.engine.scripts[0].entries
+        assert entries[1].entry.kind == "throw"
+        assert app.scenario is not None and app.scenario.derived_primary is not None
+        assert "Howdy!" in str(app.scenario.derived_primary[1].entry)  # the log change is in
+        assert logged(app, "running the deferred reload")
+        unsubscribe()

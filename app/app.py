@@ -7,7 +7,6 @@ public methods; events are buffered and applied to the widgets at a bounded rate
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from replay_engine.engine import DEFAULT_RUN, CallRecord, Pace, ReplayEngine
 from replay_engine.errors import ReplayError
 from replay_engine.models import ProviderConfig
 from replay_engine.scenario import Scenario
+from replay_engine.server import ReplayServer, is_loopback
 
 from .actions import DebuggerActions
 from .editing import EditorActions
@@ -195,15 +195,10 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
 
     async def _start_server(self) -> None:
         try:
-            module = importlib.import_module("replay_engine.server")
-        except ModuleNotFoundError:
-            self.banner.show_error("The replay server is not available", "replay_engine.server is "
-                                   "missing from this installation; reinstall dsh-replay-tui.")
-            return
-        try:
-            self.server = module.ReplayServer(
+            # The scripts route asks for the scenario on every request, so hot reloads show.
+            self.server = ReplayServer(
                 self.engine, host=self.options.host, port=self.options.port,
-                providers=self.options.providers, scenario=self.scenario,
+                providers=self.options.providers, scenario=lambda: self.scenario,
                 reload=self.reload_from_api,
             )
             self.url = await self.server.start()
@@ -216,7 +211,7 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
         self.live_pane.log_event(f"serving on {self.url_label}")
         if self.options.url_file is not None:
             await self._write_url_file(self.options.url_file)
-        if not module.is_loopback(self.options.host):
+        if not is_loopback(self.options.host):
             self.live_pane.log_event(Text(f"warning: listening on {self.options.host}, not loopback: "
                                           "anyone who can reach it can drive the replay",
                                           style="bold yellow"))

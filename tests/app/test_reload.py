@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.app.apptools import client, copy_sample, make_app, stream_text, until
@@ -38,8 +39,14 @@ async def test_a_changed_log_reloads_keeping_cursor_and_selection(tmp_path: Path
         await pilot.press("down", "down")  # select call #1
         assert app.scripts_view.selected() == (0, 1)
         log = root / "session.jsonl"
-        write_atomic(log, log.read_text(encoding="utf-8").replace("Hello!", "Howdy!"))
+        text = log.read_text(encoding="utf-8").replace("Hello!", "Howdy!")
+        write_atomic(log, text.replace('"createdAt":1767225600000', '"createdAt":1767225600001'))
         await until(app, lambda: reloads(app), "the reload")
+        # The server's scripts route follows the watcher's reload, headers included.
+        async with httpx.AsyncClient(base_url=str(app.url)) as http:
+            served = (await http.get("/replay/v1/scripts")).json()
+        assert served["headers"]["session.jsonl"]["createdAt"] == 1767225600001
+        assert served["scripts"][0]["createdAt"] == 1767225600001
         assert reloads(app) == ["reloaded: [0] sample-basic-chat: +0 added, -0 removed, ~1 changed"]
         assert app.scripts_view.selected() == (0, 1)
         assert "Howdy!" in app.scripts_view.row_text(2).plain

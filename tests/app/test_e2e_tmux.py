@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -33,47 +34,83 @@ URL_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
 class Terminal:
-    """One tmux server on a private socket, running one command in a 200x50 pane."""
+    """One tmux server on a private socket, running one command in a 200x50 pane.
 
-    def __init__(self, socket_name: str) -> None:
+    The server starts with ``remain-on-exit on`` from its config file, so the pane (and
+    what the command printed) stays readable whenever the command ends, however early.
+    """
+
+    def __init__(self, socket_name: str, config: Path) -> None:
         self.socket = socket_name
+        self.config = config
+        config.write_text("set-option -g remain-on-exit on\n", encoding="utf-8")
 
     def tmux(self, *args: str) -> str:
         assert TMUX is not None
         # An explicit env: readline (loaded under pytest) exports COLUMNS=80/LINES=24 into the
         # process environment behind os.environ's back, and Textual would size itself by them.
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        done = subprocess.run([TMUX, "-L", self.socket, "-f", os.devnull, *args], env=env,
-                              capture_output=True, text=True, timeout=10, check=True)
+        done = subprocess.run([TMUX, "-L", self.socket, "-f", str(self.config), *args], env=env,
+                              capture_output=True, text=True, timeout=10, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"tmux {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
         return done.stdout
+
+    def start(self, cwd: Path, *command: str) -> None:
+        """Run ``command`` in a new detached 200x50 session named e2e."""
+        self.tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", "e2e", "-c", str(cwd),
+                  *command)
 
     def screen(self, *, history: bool = False) -> str:
         """The visible screen (with ``history``, also the lines scrolled off the top)."""
         return self.tmux("capture-pane", "-p", *(["-S", "-"] if history else []), "-t", "e2e")
 
-    def dead_status(self) -> int | None:
-        """The command's exit status once it ended, else None."""
-        dead, _, status = self.tmux("display-message", "-p", "-t", "e2e",
+    def pane(self) -> tuple[bool, int | None]:
+        """Whether the pane's command has ended, and its exit status once tmux knows it."""
+        dead, _, status = self.tmux("list-panes", "-t", "e2e", "-F",
                                     "#{pane_dead} #{pane_dead_status}").strip().partition(" ")
-        # The pane can read as dead before tmux has reaped the process and knows its status.
-        return int(status) if dead == "1" and status else None
+        if dead == "1" and not status:
+            # The pane reads dead when its pty closes; the status comes when tmux reaps the
+            # process on SIGCHLD. tmux built with libutempter can miss that SIGCHLD (it arrives
+            # while utempter, run for the closing pty, holds the handler): the process stays a
+            # zombie, the status never comes and "Pane is dead" is never printed. Another
+            # SIGCHLD makes tmux reap now; a spare one is harmless.
+            os.kill(self.server_pid(), signal.SIGCHLD)
+        return dead == "1", int(status) if dead == "1" and status else None
+
+    def server_pid(self) -> int:
+        """The tmux server's process id."""
+        return int(self.tmux("display-message", "-p", "#{pid}").strip())
+
+    def died(self, what: str) -> None:
+        """Fail: the command ended while the test waited for ``what``; show why."""
+        deadline = time.monotonic() + 5
+        while (status := self.pane()[1]) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pytest.fail(f"the TUI exited (status {status}) while waiting for {what}; its screen "
+                    f"was:\n{self.screen(history=True).rstrip()}")
 
     def wait_for_status(self) -> int:
         """The exit status of the pane's command, once tmux has reaped it."""
         deadline = time.monotonic() + DEADLINE_S
-        while (status := self.dead_status()) is None:
+        while (status := self.pane()[1]) is None:
             if time.monotonic() > deadline:
                 pytest.fail(f"the pane's command did not end; the screen was:\n{self.screen()}")
             time.sleep(0.1)
         return status
 
-    def wait_for(self, what: str, check: Callable[[str], bool], *, history: bool = False) -> str:
-        """Poll the screen until ``check`` holds; fail with the last screen after the deadline."""
+    def wait_for(self, what: str, check: Callable[[str], bool], *, history: bool = False,
+                 exited: bool = False) -> str:
+        """Poll the screen until ``check`` holds; fail with the last screen after the deadline,
+        or at once with the screen and exit status when the command ended (unless ``exited``)."""
         deadline = time.monotonic() + DEADLINE_S
         while True:
+            dead = self.pane()[0]
             screen = self.screen(history=history)
             if check(screen):
                 return screen
+            if dead and not exited:
+                self.died(what)
             if time.monotonic() > deadline:
                 pytest.fail(f"timed out after {DEADLINE_S:g}s waiting for {what}; the screen was:\n{screen}")
             time.sleep(0.1)
@@ -81,7 +118,7 @@ class Terminal:
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    term = Terminal(f"dsh-replay-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    term = Terminal(f"dsh-replay-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}", tmp_path / "tmux.conf")
     try:
         yield term
     finally:
@@ -92,24 +129,23 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path, samples: Path) -> None:
     assert TUI is not None and CLI is not None
     scenario = samples / "basic-chat"
-    # remain-on-exit keeps the pane (and what the TUI printed on quit) after it exits.
-    terminal.tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", "e2e", "-c", str(tmp_path),
-                  TUI, str(scenario), "--port", "0", "--ready-dir", str(tmp_path),
-                  ";", "set-option", "-t", "e2e", "remain-on-exit", "on")
+    terminal.start(tmp_path, TUI, str(scenario), "--port", "0", "--ready-dir", str(tmp_path))
 
     # Wait for the first full paint: the header's second line and the live log's serving line.
     screen = terminal.wait_for(
         "the server URL in the header",
-        lambda s: "Pane is dead" in s or re.search(r"bound 0/1\s+not consumed", s) is not None
+        lambda s: re.search(r"bound 0/1\s+not consumed", s) is not None
         and re.search(r"serving on " + URL_RE.pattern, s) is not None)
     match = URL_RE.search(screen)
-    assert match, f"the TUI exited before showing its URL:\n{screen}"
+    assert match, screen
     url = match.group(0)
     header = screen.splitlines()[0]
     assert "basic-chat" in header and url in header
 
     demo = subprocess.run([CLI, "demo-agent", url, "--ready-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)
+    if demo.returncode != 0 and terminal.pane()[0]:
+        terminal.died("the demo agent to finish")
     assert demo.returncode == 0, demo.stdout + demo.stderr
     lines = demo.stdout.splitlines()
     assert len(lines) == 3 and lines[-1].startswith("consumed"), demo.stdout
@@ -122,13 +158,14 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     assert re.search(r"✓ #0\s+chunks", screen) and re.search(r"✓ #1\s+chunks", screen), screen
     assert re.search(r"demo-0\s+\[0\] sample-basic-chat\s+2/2\s+idle", screen), screen
     assert "bound demo-0 → script [0] sample-basic-chat" in screen
-    assert "demo-0 call #0 finished (10 chunk(s) served)" in screen
     assert "demo-0 call #1 finished (6 chunk(s) served)" in screen
+    assert "demo-0 call #0 finished (10 chunk(s) served)" in screen
 
     terminal.tmux("send-keys", "-t", "e2e", "q")
+    status = terminal.wait_for_status()
     # tmux writes "Pane is dead" once it has drained everything the process printed; the
     # verdict may have scrolled into the history by then.
-    screen = terminal.wait_for("the TUI to quit on 'q' and print its verdict",
-                               lambda s: "Pane is dead" in s, history=True)
+    screen = terminal.wait_for("the verdict the TUI prints on quit",
+                               lambda s: "Pane is dead" in s, history=True, exited=True)
     assert "replay consumed (run default)" in screen, screen
-    assert terminal.wait_for_status() == 0, screen
+    assert status == 0, screen

@@ -4,6 +4,8 @@
 also exists under ``/runs/{run}/`` with its own bindings. ``ReplayServer``
 runs it with uvicorn inside an already running event loop (no signal
 handlers), and ``serve_scenario`` loads a scenario directory and serves it.
+Whoever reloads the engine itself tells the server with ``ReplayServer.set_scenario``
+(or hands it a callable returning the current scenario) so ``/replay/v1/scripts`` follows.
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from types import TracebackType
 from typing import Any, Literal
 
 import anyio
-import msgspec
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
@@ -28,84 +29,18 @@ from starlette.types import ASGIApp
 from .engine import DEFAULT_RUN, Pace, ReplayEngine, diff_scripts
 from .errors import ReplayError
 from .models import ModelConfig, ProviderConfig, SessionScript
+from .request_body import MAX_BODY_BYTES as MAX_BODY_BYTES  # re-exported
+from .request_body import BadRequest, read_json_body, session_field
 from .responses import CallCompletion, CallStream, NdjsonFormat, SseFormat, StreamCount
 from .scenario import Scenario, load_scenario
 from .wire_openai import error_body, status_for_code
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""Request bodies larger than this answer 413."""
-
 DEFAULT_PROVIDERS = [ProviderConfig(id="replay", models=[ModelConfig(id="replay")])]
 """What ``/v1/models`` lists when no provider catalog is configured."""
-
-_decode = msgspec.json.Decoder().decode
 
 ScenarioSource = Scenario | Callable[[], Scenario | None] | None
 """What the scripts route reports headers from: a scenario, a callable returning the current
 one (asked on every request), or nothing."""
-
-
-class BadRequest(Exception):
-    """A request the server refuses before touching the engine (400 or 413)."""
-
-    def __init__(self, status: int, message: str, code: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-
-    def response(self) -> JSONResponse:
-        """The JSON error answer."""
-        body = {"error": {"message": self.message, "type": "invalid_request_error",
-                          "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
-
-
-class ClientGone(BadRequest):
-    """The client closed the connection before its request body arrived: nothing to serve.
-
-    The answer is never delivered (uvicorn drops writes to a closed connection); raising
-    it keeps the route from binding a call and the server from logging a traceback.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(400, "the client closed the connection before sending its whole "
-                         "request body", "CLIENT_CLOSED")
-
-
-async def read_json_body(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object ({} when empty).
-
-    Raises BadRequest when the body is too big or malformed, ClientGone when the client
-    left before sending all of it.
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise BadRequest(413, f"request body of {declared} bytes exceeds the "
-                         f"{MAX_BODY_BYTES // (1024 * 1024)} MiB limit", "BODY_TOO_LARGE")
-    parts: list[bytes] = []
-    size = 0
-    try:
-        async for part in request.stream():
-            size += len(part)
-            if size > MAX_BODY_BYTES:
-                raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
-                                 "MiB limit", "BODY_TOO_LARGE")
-            parts.append(part)
-    except ClientDisconnect:
-        raise ClientGone() from None
-    raw = b"".join(parts)
-    if not raw.strip():
-        return {}
-    try:
-        value = _decode(raw)
-    except msgspec.DecodeError as exc:
-        raise BadRequest(400, f"request body is not valid JSON ({exc}); send one JSON object",
-                         "INVALID_JSON") from None
-    if not isinstance(value, dict):
-        raise BadRequest(400, f"request body must be a JSON object, got {type(value).__name__}",
-                         "INVALID_REQUEST")
-    return value
 
 
 def _error(exc: ReplayError, status: int | None = None) -> JSONResponse:
@@ -123,13 +58,6 @@ def scripts_headers(served: list[SessionScript], scenario: Scenario | None) -> d
             a is b for a, b in zip(scenario.scripts, served, strict=True)):
         return {name: h.to_json() for name, h in scenario.headers.items()}
     return {Path(s.file).name: s.header.to_json() for s in served if s.file is not None}
-
-
-def _session_field(body: dict[str, Any]) -> str | None:
-    value = body.get("sessionId")
-    if value is not None and not isinstance(value, str):
-        raise BadRequest(400, f"sessionId must be a string, got {value!r}", "INVALID_REQUEST")
-    return value
 
 
 class _Handlers:
@@ -183,7 +111,7 @@ class _Handlers:
     async def native_stream(self, request: Request) -> ASGIApp:
         try:
             body = await read_json_body(request)
-            session = (_session_field(body) if "sessionId" in body
+            session = (session_field(body) if "sessionId" in body
                        else request.headers.get("x-session-id") or None)
         except BadRequest as bad:
             return bad.response()
@@ -233,7 +161,7 @@ class _Handlers:
     async def cancel(self, request: Request) -> Response:
         try:
             body = await read_json_body(request)
-            session = _session_field(body)
+            session = session_field(body)
         except BadRequest as bad:
             return bad.response()
         run = self.run(request)
@@ -246,7 +174,7 @@ class _Handlers:
     async def step(self, request: Request) -> Response:
         try:
             body = await read_json_body(request)
-            session = _session_field(body)
+            session = session_field(body)
             how = body.get("how", "chunk")
             if how not in ("chunk", "call", "continue"):
                 raise BadRequest(400, f"how must be chunk, call or continue, got {how!r}",
@@ -261,7 +189,7 @@ class _Handlers:
 
     async def pause(self, request: Request) -> Response:
         try:
-            session = _session_field(await read_json_body(request))
+            session = session_field(await read_json_body(request))
         except BadRequest as bad:
             return bad.response()
         if not self.engine.pause(session, run=self.run(request)):

@@ -18,11 +18,11 @@ from textual.widgets import Input, Static, TextArea
 
 from app.screens.override_editor import OverrideEditorScreen
 from app.widgets.override_confirm import ConfirmDiscardScreen
-from replay_engine import ReplayEngine, load_scenario
+from replay_engine import load_scenario
 from replay_engine.authoring import fingerprint
-from replay_engine.errors import ReplayError
 from replay_engine.scenario import Scenario
 from tests.conftest import SAMPLES
+from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 
 pytestmark = pytest.mark.anyio
 SIDE = "replay.override.json"
@@ -93,29 +93,9 @@ def derived(root: Path) -> list[dict[str, Any]]:
     return [e.to_json() for e in scenario.derived_primary]
 
 
-def doc_bytes(doc: Any) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-async def serve_after_reload(root: Path, calls: int) -> list[tuple[list[dict[str, Any]], str | None]]:
+async def serve_after_reload(root: Path, calls: int) -> Served:
     """A real engine that was serving the old scripts, reloaded from the saved file."""
-    engine = ReplayEngine(load_scenario(root).scripts, ready_dir=root)
-    engine.reload(load_scenario(root).scripts)
-    out: list[tuple[list[dict[str, Any]], str | None]] = []
-    for _ in range(calls):
-        handle = engine.open_call("s")
-        got: list[dict[str, Any]] = []
-        try:
-            async for chunk in handle.chunks():
-                got.append(chunk)
-                if handle.entry.kind == "hang" and len(got) == 2:
-                    handle.cancel()
-        except ReplayError as exc:
-            out.append((got, exc.code))
-        else:
-            out.append((got, None))
-    engine.assert_consumed()
-    return out
+    return await serve_scenario_calls(root, calls, reload=True)
 
 
 def host(scenario: Scenario, index: int, served: int | None = None, **kw: Any) -> Host:
@@ -142,7 +122,7 @@ async def test_throw_here_prefix_defaults_to_served_chunks(root: Path) -> None:
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
         saved = screen.saved
-    want = doc_bytes({"patches": [{"at": 1, "entry": {
+    want = sidecar_bytes({"patches": [{"at": 1, "entry": {
         "kind": "throw", "chunks": d[1]["chunks"][:3], "message": "rate limited",
         "code": "RATE_LIMIT"}}]})
     assert (root / SIDE).read_bytes() == want
@@ -160,7 +140,7 @@ async def test_hang_here_with_ready_file(root: Path) -> None:
         await pilot.click("#oe-hang")
         await pilot.click("#oe-save")
         await until(pilot, lambda: app.results == [True])
-    assert (root / SIDE).read_bytes() == doc_bytes(
+    assert (root / SIDE).read_bytes() == sidecar_bytes(
         {"patches": [{"at": 0, "entry": {"kind": "hang", "readyFile": "hung.marker"}}]})
     served = await serve_after_reload(root, 2)
     assert served[0][1] == "ABORTED" and (root / "hung.marker").exists()
@@ -194,7 +174,7 @@ async def test_edit_chunks_json_validates_as_you_type_and_blocks_saving(root: Pa
         assert "- " + json.dumps(d[1]["chunks"][1]) in diff
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
-    assert (root / SIDE).read_bytes() == doc_bytes(
+    assert (root / SIDE).read_bytes() == sidecar_bytes(
         {"patches": [{"at": 1, "entry": {"kind": "chunks", "chunks": chunks}}]})
     assert (await serve_after_reload(root, 2))[1] == (chunks, None)
 
@@ -231,7 +211,7 @@ async def test_append_a_retry_call_after_a_throw(root: Path) -> None:
         assert "already appended" in text_of(screen, "#oe-status")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
-    assert (root / SIDE).read_bytes() == doc_bytes({"patches": [
+    assert (root / SIDE).read_bytes() == sidecar_bytes({"patches": [
         {"at": 1, "entry": {"kind": "throw", "chunks": [], "message": "overloaded",
                             "code": "SERVER"}},
         {"at": 2, "entry": d[1]},
@@ -242,7 +222,7 @@ async def test_append_a_retry_call_after_a_throw(root: Path) -> None:
 
 async def test_remove_patch_keeps_backup(root: Path) -> None:
     d = derived(root)
-    old = doc_bytes({"patches": [{"at": 0, "entry": {"kind": "hang"}}]})
+    old = sidecar_bytes({"patches": [{"at": 0, "entry": {"kind": "hang"}}]})
     (root / SIDE).write_bytes(old)
     app = host(load_scenario(root), 1)
     async with app.run_test(size=(180, 50)) as pilot:
@@ -274,12 +254,12 @@ async def test_bare_list_stays_a_list(root: Path) -> None:
         await pilot.click("#oe-throw")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
-    assert (root / SIDE).read_bytes() == doc_bytes(
+    assert (root / SIDE).read_bytes() == sidecar_bytes(
         [{"kind": "hang"}, {"kind": "throw", "chunks": [], "message": "no", "code": "AUTH"}])
 
 
 async def test_interrupted_save_keeps_old_file_and_the_edits(root: Path) -> None:
-    old = doc_bytes({"patches": [{"at": 0, "entry": {"kind": "hang"}}]})
+    old = sidecar_bytes({"patches": [{"at": 0, "entry": {"kind": "hang"}}]})
     (root / SIDE).write_bytes(old)
 
     def failing(src: str, dst: str) -> None:

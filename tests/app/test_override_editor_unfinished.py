@@ -17,7 +17,6 @@ from replay_engine.errors import DerivationError
 from tests.app.test_override_editor import (
     SIDE,
     Host,
-    doc_bytes,
     opened,
     serve_after_reload,
     set_json,
@@ -26,6 +25,7 @@ from tests.app.test_override_editor import (
     until,
 )
 from tests.conftest import SAMPLES
+from tests.unit.enginetools import sidecar_bytes
 from tests.unit.test_authoring_unfinished import AGA, HI
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +65,7 @@ async def test_opens_on_the_unfinished_call_and_saves_the_throw(root: Path) -> N
         assert "to decide" not in text_of(screen, "#oe-title")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
-    want = doc_bytes([{"kind": "chunks", "chunks": HI},
+    want = sidecar_bytes([{"kind": "chunks", "chunks": HI},
                       {"kind": "throw", "chunks": AGA, "message": "connection reset",
                        "code": "SERVER"}])
     assert (root / SIDE).read_bytes() == want
@@ -89,7 +89,7 @@ async def test_the_recorded_text_in_the_pane_does_not_decide_the_call(root: Path
         assert screen.draft.undecided == {}
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
-    assert (root / SIDE).read_bytes() == doc_bytes([{"kind": "chunks", "chunks": HI},
+    assert (root / SIDE).read_bytes() == sidecar_bytes([{"kind": "chunks", "chunks": HI},
                                                     {"kind": "chunks", "chunks": finished}])
     assert (await serve_after_reload(root, 2))[1] == (finished, None)
 

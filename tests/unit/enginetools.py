@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from replay_engine import ChunksEntry, HangEntry, ReplayEngine, ScriptEntry, SessionScript, ThrowEntry
+from replay_engine import (
+    ChunksEntry,
+    HangEntry,
+    ReplayEngine,
+    ReplayError,
+    ScriptEntry,
+    SessionScript,
+    ThrowEntry,
+    load_scenario,
+)
 from replay_engine import events as ev
 
 FIN = {"type": "finish", "reason": {"kind": "stop"}}
@@ -79,3 +90,41 @@ async def collect(engine: ReplayEngine, session: str | None, messages: Any = Non
                   run: str = "default") -> list[dict[str, Any]]:
     """Serve one call to the end and return its chunks."""
     return [c async for c in engine.stream(session, messages, run=run)]
+
+
+Served = list[tuple[list[dict[str, Any]], "str | None"]]
+"""Per call: the chunks the agent received and the error code it ended with (None: finished)."""
+
+
+def sidecar_bytes(doc: Any) -> bytes:
+    """The exact bytes an authored ``replay.override.json`` holds: 2-space JSON, trailing newline."""
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+async def serve_scenario_calls(root: Path, calls: int, *, hang_prefix: int = 2,
+                               reload: bool = False) -> Served:
+    """Serve ``calls`` calls of a fresh load of ``root`` through a real engine, then assert consumed.
+
+    A hang is cancelled once ``hang_prefix`` of its chunks arrived (0: before any). With
+    ``reload`` the engine starts on the old load and is reloaded, as the debugger does.
+    """
+    engine = ReplayEngine(load_scenario(root).scripts, ready_dir=root)
+    if reload:
+        engine.reload(load_scenario(root).scripts)
+    out: Served = []
+    for _ in range(calls):
+        handle = engine.open_call("s")
+        got: list[dict[str, Any]] = []
+        if handle.entry.kind == "hang" and hang_prefix == 0:
+            handle.cancel()
+        try:
+            async for chunk in handle.chunks():
+                got.append(chunk)
+                if handle.entry.kind == "hang" and len(got) == hang_prefix:
+                    handle.cancel()
+        except ReplayError as exc:
+            out.append((got, exc.code))
+        else:
+            out.append((got, None))
+    engine.assert_consumed()
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replay_engine import ReplayEngine, load_scenario
+from replay_engine import load_scenario
 from replay_engine.authoring import OverrideDraft
 from replay_engine.authoring_unfinished import (
     load_primary_for_authoring,
@@ -19,11 +19,12 @@ from replay_engine.authoring_unfinished import (
     open_unfinished_draft,
 )
 from replay_engine.derive import Deriver, derive_replay_script, load_log
-from replay_engine.errors import DerivationError, ReplayError, SidecarError
+from replay_engine.errors import DerivationError, SidecarError
 from replay_engine.logs import parse_session_log
 from replay_engine.models import ChunksEntry
 from replay_engine.scenario import config_from_directory
 from tests.conftest import conformance_dir
+from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 from tests.unit.logtools import call_events, finish, header, log_text, text_chunks, write_scenario
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
@@ -49,32 +50,9 @@ def root(tmp_path: Path) -> Path:
     return target
 
 
-def doc_bytes(doc: Any) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def serve(root: Path, calls: int) -> list[tuple[list[dict[str, Any]], str | None]]:
-    """Serve ``calls`` calls of a fresh load through a real engine (a hang is cancelled)."""
-
-    async def go() -> list[tuple[list[dict[str, Any]], str | None]]:
-        engine = ReplayEngine(load_scenario(root).scripts, ready_dir=root)
-        out: list[tuple[list[dict[str, Any]], str | None]] = []
-        for _ in range(calls):
-            handle = engine.open_call("s")
-            got: list[dict[str, Any]] = []
-            if handle.entry.kind == "hang":
-                handle.cancel()
-            try:
-                async for chunk in handle.chunks():
-                    got.append(chunk)
-            except ReplayError as exc:
-                out.append((got, exc.code))
-            else:
-                out.append((got, None))
-        engine.assert_consumed()
-        return out
-
-    return asyncio.run(go())
+def serve(root: Path, calls: int) -> Served:
+    """Serve ``calls`` calls of a fresh load through a real engine (a hang is cancelled at once)."""
+    return asyncio.run(serve_scenario_calls(root, calls, hang_prefix=0))
 
 
 # -- strict loading is unchanged ----------------------------------------------------------
@@ -225,7 +203,7 @@ def test_throw_at_unfinished_call_writes_exact_list_and_is_served(root: Path) ->
     assert draft.undecided == {}
     saved = draft.save()
     assert saved.written and saved.backup is None
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI},
         {"kind": "throw", "chunks": AGA, "message": "connection reset", "code": "SERVER"}])
     scenario = load_scenario(root)
@@ -237,7 +215,7 @@ def test_hang_and_edited_chunks_decide_too(root: Path) -> None:
     draft = open_draft(root)
     draft.hang_here(1, "waiting")
     draft.save()
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI}, {"kind": "hang", "readyFile": "waiting"}])
     assert serve(root, 2) == [(HI, None), ([], "ABORTED")]
 
@@ -299,7 +277,7 @@ def test_existing_patches_sidecar_is_converted_to_a_bare_list(root: Path) -> Non
     assert draft.form == "list" and draft.undecided == {} and draft.unfinished == (1,)
     assert draft.derived_note is not None and "saved as a bare list" in draft.derived_note
     draft.save()
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI},
         {"kind": "throw", "chunks": [], "message": "m", "code": "RATE_LIMIT"}])
     assert json.loads((root / (SIDE + ".bak")).read_text()) == patches
@@ -314,7 +292,7 @@ def test_existing_bare_list_keeps_working(root: Path) -> None:
     assert [e.to_json() for e in draft.effective()] == doc
     draft.hang_here(0)
     draft.save()
-    assert (root / SIDE).read_bytes() == doc_bytes([{"kind": "hang"}])
+    assert (root / SIDE).read_bytes() == sidecar_bytes([{"kind": "hang"}])
     assert isinstance(OverrideDraft.open(load_scenario(root)), OverrideDraft)
     same = open_unfinished_draft(config_from_directory(root))
     assert same.undecided == {} and [e.to_json() for e in same.effective()] == [{"kind": "hang"}]

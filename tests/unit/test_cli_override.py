@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from replay_engine import ReplayEngine, load_scenario
+from replay_engine import load_scenario
 from replay_engine.cli import main
-from replay_engine.errors import ReplayError
+from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
 
@@ -42,30 +42,8 @@ def derived(root: Path) -> list[dict[str, Any]]:
     return [e.to_json() for e in scenario.derived_primary]
 
 
-def doc_bytes(doc: Any) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def serve(root: Path, calls: int) -> list[tuple[list[dict[str, Any]], str | None]]:
-    async def go() -> list[tuple[list[dict[str, Any]], str | None]]:
-        engine = ReplayEngine(load_scenario(root).scripts, ready_dir=root)
-        out: list[tuple[list[dict[str, Any]], str | None]] = []
-        for _ in range(calls):
-            got: list[dict[str, Any]] = []
-            handle = engine.open_call("s")
-            try:
-                async for chunk in handle.chunks():
-                    got.append(chunk)
-                    if handle.entry.kind == "hang" and len(got) == 2:
-                        handle.cancel()
-            except ReplayError as exc:
-                out.append((got, exc.code))
-            else:
-                out.append((got, None))
-        engine.assert_consumed()
-        return out
-
-    return asyncio.run(go())
+def serve(root: Path, calls: int) -> Served:
+    return asyncio.run(serve_scenario_calls(root, calls))
 
 
 SIDE = "replay.override.json"
@@ -76,7 +54,7 @@ def test_throw_with_prefix(root: Path, capsys: pytest.CaptureFixture[str]) -> No
     code, out, err = run(capsys, str(root), "--at", "1", "--throw", "rate limited", "--code",
                          "RATE_LIMIT", "--prefix", "2")
     assert (code, err) == (0, "")
-    assert (root / SIDE).read_bytes() == doc_bytes({"patches": [{"at": 1, "entry": {
+    assert (root / SIDE).read_bytes() == sidecar_bytes({"patches": [{"at": 1, "entry": {
         "kind": "throw", "chunks": d[1]["chunks"][:2], "message": "rate limited",
         "code": "RATE_LIMIT"}}]})
     assert f"wrote {root / SIDE} (patches form)" in out
@@ -100,7 +78,7 @@ def test_hang_with_ready_file_and_append(root: Path, capsys: pytest.CaptureFixtu
     assert "previous file kept as replay.override.json.bak" in out
     assert "* #2 hang   appended     0 chunks  finish=hang  hangs until cancelled (readyFile " \
            "waiting)" in out
-    assert (root / SIDE).read_bytes() == doc_bytes({"patches": [
+    assert (root / SIDE).read_bytes() == sidecar_bytes({"patches": [
         {"at": 1, "entry": {"kind": "throw", "chunks": [], "message": "boom", "code": "SERVER"}},
         {"at": 2, "entry": {"kind": "hang", "readyFile": "waiting"}},
     ]})
@@ -113,7 +91,7 @@ def test_hang_with_ready_file_and_append(root: Path, capsys: pytest.CaptureFixtu
 
 def test_hang_without_ready_file(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, str(root), "--at", "0", "--hang")[0] == 0
-    assert (root / SIDE).read_bytes() == doc_bytes(
+    assert (root / SIDE).read_bytes() == sidecar_bytes(
         {"patches": [{"at": 0, "entry": {"kind": "hang"}}]})
 
 
@@ -127,7 +105,7 @@ def test_chunks_file(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     source.write_text(json.dumps({"kind": "chunks", "chunks": chunks} if as_entry else chunks))
     code, out, _ = run(capsys, str(root), "--at", "1", "--chunks-file", str(source))
     assert code == 0 and f"call 1 set from {source}" in out
-    assert (root / SIDE).read_bytes() == doc_bytes(
+    assert (root / SIDE).read_bytes() == sidecar_bytes(
         {"patches": [{"at": 1, "entry": {"kind": "chunks", "chunks": chunks}}]})
     assert serve(root, 2)[1] == (chunks, None)
 
@@ -147,7 +125,7 @@ def test_bare_list_stays_list(root: Path, capsys: pytest.CaptureFixture[str]) ->
     assert run(capsys, str(root), "--remove", "0")[0] == 0
     code, out, _ = run(capsys, str(root), "--append", "--hang")
     assert code == 0 and "(list form" in out
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "throw", "chunks": [], "message": "x", "code": "SERVER"}, {"kind": "hang"}])
 
 

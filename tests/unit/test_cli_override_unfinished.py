@@ -13,8 +13,9 @@ import pytest
 
 from replay_engine import load_scenario
 from replay_engine.errors import DerivationError
+from tests.unit.enginetools import sidecar_bytes
 from tests.unit.logtools import call_events, header, text_chunks, write_scenario
-from tests.unit.test_authoring_unfinished import AGA, HI, START, doc_bytes, serve
+from tests.unit.test_authoring_unfinished import AGA, HI, START, serve
 from tests.unit.test_cli_override import run
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
@@ -33,7 +34,7 @@ def test_throw_keeps_the_cut_stream_by_default(root: Path, capsys: pytest.Captur
     code, out, err = run(capsys, str(root), "--at", "1", "--throw", "connection reset",
                          "--code", "SERVER")
     assert (code, err) == (0, "")
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI},
         {"kind": "throw", "chunks": AGA, "message": "connection reset", "code": "SERVER"}])
     assert out.splitlines()[:2] == [
@@ -65,7 +66,7 @@ def test_prefix_past_the_recorded_chunks(root: Path, capsys: pytest.CaptureFixtu
 
 def test_hang_with_ready_file(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, str(root), "--at", "1", "--hang", "--ready-file", "waiting")[0] == 0
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI}, {"kind": "hang", "readyFile": "waiting"}])
     assert serve(root, 2) == [(HI, None), ([], "ABORTED")]
 
@@ -75,7 +76,7 @@ def test_chunks_file_with_a_finish(root: Path, tmp_path: Path, capsys: pytest.Ca
     source = tmp_path / "fixed.json"
     source.write_text(json.dumps(chunks))
     assert run(capsys, str(root), "--at", "1", "--chunks-file", str(source))[0] == 0
-    assert (root / SIDE).read_bytes() == doc_bytes([
+    assert (root / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "chunks", "chunks": HI}, {"kind": "chunks", "chunks": chunks}])
     assert serve(root, 2) == [(HI, None), (chunks, None)]
 
@@ -108,7 +109,7 @@ def test_repeated_at_decides_several_unfinished_calls(tmp_path: Path,
                          "--throw", "reset", "--code", "SERVER")
     assert (code, err) == (0, "")
     assert out.startswith("calls 0, 2 throw SERVER; wrote ")
-    assert (tmp_path / SIDE).read_bytes() == doc_bytes([
+    assert (tmp_path / SIDE).read_bytes() == sidecar_bytes([
         {"kind": "throw", "chunks": cut_a, "message": "reset", "code": "SERVER"},
         {"kind": "chunks", "chunks": text_chunks("b")},
         {"kind": "throw", "chunks": [START], "message": "reset", "code": "SERVER"}])
@@ -121,7 +122,7 @@ def test_repeated_at_decides_several_unfinished_calls(tmp_path: Path,
 def test_remove_of_the_unfinished_call_drops_it(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, str(root), "--remove", "1")
     assert code == 0 and out.startswith("removed call 1; wrote ")
-    assert (root / SIDE).read_bytes() == doc_bytes([{"kind": "chunks", "chunks": HI}])
+    assert (root / SIDE).read_bytes() == sidecar_bytes([{"kind": "chunks", "chunks": HI}])
     assert serve(root, 1) == [(HI, None)]
 
 

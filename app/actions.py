@@ -124,14 +124,14 @@ class DebuggerActions:
         self.run_worker(self._demo(module.run_demo_agent), group="demo")
 
     async def _demo(self: ReplayApp, run_demo_agent: Any) -> None:
-        self.live_pane.log_event(f"demo agent started against {self.url_label}")
+        self.log_in_order(f"demo agent started against {self.url_label}")
         try:
             result = await run_demo_agent(self.url, ready_dir=str(self.engine.ready_dir),
-                                          out=lambda line: self.live_pane.log_event("demo: " + line))
+                                          out=lambda line: self.log_in_order("demo: " + line))
         except ReplayError as exc:
-            self.live_pane.log_event(f"demo agent failed [{exc.code}]: {exc.message}")
+            self.log_in_order(f"demo agent failed [{exc.code}]: {exc.message}")
         else:
             consumed = getattr(result, "consumed", None)
-            self.live_pane.log_event(f"demo agent done (consumed: {consumed})")
+            self.log_in_order(f"demo agent done (consumed: {consumed})")
         finally:
             self._demo_running = False

@@ -282,6 +282,14 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
         waiters, self._flushed = self._flushed, asyncio.Event()
         waiters.set()
 
+    def log_in_order(self, line: str | Text) -> None:
+        """Log a line after the engine events still buffered, so the event log reads in order."""
+        if self._pending:
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+            self.flush()
+        self.live_pane.log_event(line)
+
     def _paint(self, names: list[str]) -> None:
         state = self.engine.state(self.run_name)
         self.header.show(

@@ -236,4 +236,10 @@ async def test_demo_agent_drives_every_call() -> None:
         await until(app, lambda: any(x.startswith("demo agent done") for x in app.live_pane.lines),
                     "the demo agent")
         assert "demo agent done (consumed: True)" in app.live_pane.lines
+        # The demo's own lines and the engine's events share one log, in the order they happened.
+        lines = app.live_pane.lines
+        last_finished = max(i for i, x in enumerate(lines) if " call #1 finished" in x)
+        assert last_finished < lines.index("demo agent done (consumed: True)")
+        assert lines.index("demo agent started against " + app.url_label) < min(
+            i for i, x in enumerate(lines) if x.startswith("bound "))
         await until(app, lambda: "consumed ✓" in header(app))

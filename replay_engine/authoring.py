@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .authoring_files import Rename, atomic_write, fingerprint
 from .authoring_json import EntryProblem, EntryTextError, parse_entry_text
 from .derive import load_log
 from .errors import ConfigError, ReplayError, SidecarError
+from .files import Rename, atomic_write, fingerprint
 from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
 from .scenario import Scenario
 from .sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry

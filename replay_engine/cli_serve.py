@@ -11,10 +11,8 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import signal
 import sys
-import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ import pydantic
 from . import events as ev
 from .engine import DEFAULT_RUN, Pace, ReplayEngine
 from .errors import ConfigError
+from .files import atomic_write
 from .models import ReplayConfig
 from .scenario import Scenario, load_scenario
 from .server import ReplayServer, is_loopback
@@ -108,18 +107,8 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temp file beside ``path``, fsync, and rename it over ``path``."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` as UTF-8 atomically (temp file beside ``path``, fsync, rename)."""
+    atomic_write(path, text.encode("utf-8"))
 
 
 def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:

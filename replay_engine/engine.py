@@ -394,9 +394,7 @@ class ReplayEngine:
 
     def _resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:
         """Resolve placeholders; entries known to hold none skip the (slow) walk."""
-        if self._plain.get(id(entry)) is entry or self._check_plain(entry):
-            return entry
-        return resolve_scripted_entry(entry, messages)
+        return resolve_scripted_entry(entry, messages) if self._needs_resolving(entry) else entry
 
     def _check_plain(self, entry: AnyEntry) -> bool:
         if isinstance(entry, ChunksEntry | ThrowEntry):

@@ -21,9 +21,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
-from replay_engine.authoring_files import Rename
 from replay_engine.authoring_unfinished import open_draft
 from replay_engine.errors import InputError, ReplayError, SidecarError
+from replay_engine.files import Rename
 from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
 from replay_engine.scenario import Scenario
 

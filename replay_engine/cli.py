@@ -22,7 +22,7 @@ from .scenario import (
     config_from_directory,
     load_child_log,
     load_scenario,
-    load_scenario_config,
+    missing_primary_error,
     read_header,
 )
 from .sidecar import load_sidecar, sidecar_is_bare_list
@@ -166,11 +166,8 @@ def validate_scenario(path: str) -> list[str]:
             load_sidecar(sidecar, derived_length=derived_length)
         except ReplayError as exc:
             problems.append(exc.message)
-    if not problems:
-        try:
-            load_scenario_config(config)
-        except ReplayError as exc:
-            problems.append(exc.message)
+    if (primary is None or not primary.is_file()) and not replaces:
+        problems.append(missing_primary_error(config).message)
     return problems
 
 

@@ -128,7 +128,7 @@ def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarEr
     return error
 
 
-def _missing_primary(config: ReplayConfig) -> ScenarioNotFoundError:
+def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
     where = config.file or f"${ENV_FILE}"
     return ScenarioNotFoundError(
         f"{where}: the primary session log is missing; record the scenario "
@@ -160,7 +160,7 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
             header, derived = loaded.header, loaded.entries
         headers[primary_path.name] = header
     elif sidecar is None or sidecar.form != "list":
-        raise _missing_primary(config)
+        raise missing_primary_error(config)
     else:
         header = SessionHeader()
     entries = apply_sidecar(derived, sidecar) if sidecar is not None else derived

@@ -185,6 +185,24 @@ def test_validate_bare_list_ignores_primary_events(tmp_path: Path, capsys: pytes
     assert (code, out.strip()) == (0, f"ok   {tmp_path}")
 
 
+@pytest.mark.parametrize(
+    ("sidecar", "ok"),
+    [(None, False), ({"patches": [{"at": 0, "entry": {"kind": "hang"}}]}, False),
+     ([{"kind": "hang"}], True)],
+)
+def test_validate_without_a_primary_log(tmp_path: Path, sidecar: object, ok: bool,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path.joinpath("notes.txt").write_text("not a log")
+    if sidecar is not None:
+        tmp_path.joinpath("replay.override.json").write_text(json.dumps(sidecar))
+    code, out, _ = run(capsys, "validate", str(tmp_path))
+    if ok:  # a bare-list sidecar replaces the primary script: the log need not exist
+        assert (code, out.strip()) == (0, f"ok   {tmp_path}")
+    else:
+        assert code == 1
+        assert "session.jsonl: the primary session log is missing" in out
+
+
 @pytest.mark.parametrize("command", ["inspect", "validate"])
 def test_missing_scenario(tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "nothing-here"

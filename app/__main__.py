@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where relative hang readyFiles are created (default: current directory)")
     p.add_argument("--url-file", type=Path, default=None, metavar="FILE",
                    help="write the base URL to FILE (atomically) once the server is up")
+    p.add_argument("--sdk-retries", action="store_true",
+                   help="let client SDKs retry error answers as with a real provider (by default "
+                   "errors carry x-should-retry: false)")
     return p
 
 
@@ -59,7 +62,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     return AppOptions(
         scenario=args.scenario_path, host=args.host, port=args.port, pace=pace,
         providers=config.providers if config else None, ready_dir=args.ready_dir,
-        url_file=args.url_file,
+        url_file=args.url_file, sdk_retries=args.sdk_retries,
     )
 
 

@@ -67,6 +67,8 @@ class AppOptions:
     """Shown instead of the real URL (snapshots use a fixed one)."""
     url_file: Path | None = None
     """Where the base URL is written (atomically) once the server is up."""
+    sdk_retries: bool = False
+    """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
 
 
 class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
@@ -199,7 +201,7 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
             self.server = ReplayServer(
                 self.engine, host=self.options.host, port=self.options.port,
                 providers=self.options.providers, scenario=lambda: self.scenario,
-                reload=self.reload_from_api,
+                reload=self.reload_from_api, sdk_retries=self.options.sdk_retries,
             )
             self.url = await self.server.start()
         except (OSError, ReplayError) as exc:

@@ -19,7 +19,9 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
     if isinstance(event, ev.SessionBound):
         return Text(f"bound {_who(event.session)} → script {script(event.script_index)}", style="cyan")
     if isinstance(event, ev.CallStarted):
-        return Text(f"{_who(event.session)} call #{event.call_index} started ({event.kind})")
+        retry = " — SDK retry" if event.retry else ""
+        return Text(f"{_who(event.session)} call #{event.call_index} started ({event.kind}){retry}",
+                    style="yellow" if event.retry else "")
     if isinstance(event, ev.CallPaused):
         return Text(f"{_who(event.session)} call #{event.call_index} paused before chunk "
                     f"{event.chunk_index}", style="yellow")
@@ -39,7 +41,8 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
         return Text(f"{_who(event.session)} call #{event.call_index} cancelled (ABORTED)",
                     style="magenta")
     if isinstance(event, ev.BindingFailed):
-        return Text(f"binding failed {event.code}: {event.message}", style="bold red")
+        retry = " — SDK retry" if event.retry else ""
+        return Text(f"binding failed {event.code}: {event.message}{retry}", style="bold red")
     if isinstance(event, ev.RunReset):
         return Text(f"run {event.run} reset: bindings and cursors forgotten", style="bold")
     if isinstance(event, ev.SettingsChanged):

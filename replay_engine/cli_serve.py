@@ -29,6 +29,8 @@ from .scenario import Scenario, load_scenario
 from .server import ReplayServer, is_loopback
 
 EXIT_NOT_CONSUMED = 3
+RETRY_MARK = " [SDK retry]"
+"""Appended to the log line of a request a client library sent again on its own."""
 DEFAULT_PORT = 8765
 
 
@@ -54,6 +56,9 @@ def register(subparsers: Any) -> None:
                    help="where relative readyFile paths of hang entries resolve (default: cwd)")
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")
+    p.add_argument("--sdk-retries", action="store_true",
+                   help="let client SDKs retry error answers as with a real provider (by default "
+                   "errors carry x-should-retry: false, so a retry cannot consume the next call)")
     p.set_defaults(handler=run_serve)
 
 
@@ -121,8 +126,14 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
         name = "anonymous" if session is None else session
         return f"{prefix}session {name} script {script} call {call + 1}/{total}"
 
+    retries: set[int] = set()
+
     def log(event: ev.EngineEvent) -> None:
         line: str | None = None
+        if isinstance(event, ev.CallStarted):
+            if event.retry:
+                retries.add(event.call_id)
+            return
         if isinstance(event, ev.CallFinished):
             line = f"{where(event.run, event.session, event.script_index, event.call_index)}: " \
                    f"finished ({event.chunks} chunks)"
@@ -139,7 +150,14 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
         elif isinstance(event, ev.BindingFailed):
             prefix = f"[run {event.run}] " if event.run != DEFAULT_RUN else ""
             line = f"{prefix}refused {event.code}: {event.message}"
+            if event.retry:
+                line += RETRY_MARK
         if line is not None:
+            call_id = getattr(event, "call_id", None)
+            if call_id in retries:
+                line += RETRY_MARK
+                if not isinstance(event, ev.HangWaiting):
+                    retries.discard(call_id)
             print(line, file=sys.stderr, flush=True)
 
     return log
@@ -175,7 +193,7 @@ async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
 
     server = ReplayServer(engine, host=args.host, port=args.port,
                           providers=config.providers if config else None,
-                          scenario=scenario, reload=reload)
+                          scenario=scenario, reload=reload, sdk_retries=args.sdk_retries)
     try:
         url = await server.start()
     except OSError as exc:

@@ -289,9 +289,13 @@ class ReplayEngine:
         *,
         run: str = DEFAULT_RUN,
         model: str | None = None,
+        retry: bool = False,
     ) -> CallHandle:
-        """Bind one model call now (claim or advance); raises binding errors immediately."""
-        call = self._bind_call(session_id, messages, run, model)
+        """Bind one model call now (claim or advance); raises binding errors immediately.
+
+        ``retry`` marks a client library's retry of an earlier request (journal and events).
+        """
+        call = self._bind_call(session_id, messages, run, model, retry)
         try:
             call.entry = self._resolve(call.entry, messages)
         except ReplayError as exc:
@@ -306,13 +310,14 @@ class ReplayEngine:
         *,
         run: str = DEFAULT_RUN,
         model: str | None = None,
+        retry: bool = False,
     ) -> CallHandle:
         """``open_call`` that evaluates ``fromRequest`` patterns in a worker thread.
 
         Binding still happens at once; a slow pattern (up to its timeout) then holds only
         this call instead of every stream on the event loop.
         """
-        call = self._bind_call(session_id, messages, run, model)
+        call = self._bind_call(session_id, messages, run, model, retry)
         entry = call.entry
         try:
             if self._needs_resolving(entry):
@@ -342,7 +347,7 @@ class ReplayEngine:
         return CallHandle(self, call)
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
-                   model: str | None) -> _Call:
+                   model: str | None, retry: bool = False) -> _Call:
         r = self._run(run)
         binding = r.bindings.get(session_id)
         if binding is None:
@@ -352,7 +357,7 @@ class ReplayEngine:
                     f"the scenario recorded only {len(self._scripts)} session(s) "
                     f"[{session_label(session_id)}, run {run}]"
                 )
-                self._emit(ev.BindingFailed(run, session_id, err.code, err.message))
+                self._emit(ev.BindingFailed(run, session_id, err.code, err.message, retry))
                 raise err
             binding = _Binding(session_id, r.claimed)
             r.claimed += 1
@@ -368,7 +373,7 @@ class ReplayEngine:
                 f"script has only {length} [{session_label(session_id)}, script "
                 f"{binding.script_index}, run {run}]"
             )
-            self._emit(ev.BindingFailed(run, session_id, err2.code, err2.message))
+            self._emit(ev.BindingFailed(run, session_id, err2.code, err2.message, retry))
             raise err2
         call_index = binding.cursor
         binding.cursor += 1
@@ -377,7 +382,7 @@ class ReplayEngine:
         self._next_call_id += 1
         record = CallRecord(
             call_id, run, session_id, binding.script_index, call_index, scripted.entry.kind,
-            messages, model, time.time(),
+            messages, model, time.time(), retry=retry,
         )
         r.journal.append(record)
         call = _Call(
@@ -388,7 +393,7 @@ class ReplayEngine:
         self._calls[call_id] = call
         self._emit(
             ev.CallStarted(run, session_id, binding.script_index, call_index, call_id,
-                           scripted.entry.kind)
+                           scripted.entry.kind, retry)
         )
         return call
 

@@ -69,6 +69,8 @@ class CallRecord:
     message: str | None = None
     ended_at: float | None = None
     chunks_served: int = 0
+    retry: bool = False
+    """The request was a client library's retry of an earlier one."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -86,6 +88,7 @@ class CallRecord:
             "startedAt": self.started_at,
             "endedAt": self.ended_at,
             "chunksServed": self.chunks_served,
+            "retry": self.retry,
         }
 
 

@@ -34,6 +34,8 @@ class CallStarted(EngineEvent):
     call_index: int
     call_id: int
     kind: str
+    retry: bool = False
+    """The request was a client library's retry of an earlier one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,8 @@ class BindingFailed(EngineEvent):
     session: str | None
     code: str
     message: str
+    retry: bool = False
+    """The refused request was a client library's retry of an earlier one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Every refusal is a ``BadRequest`` the route answers itself, before the engine is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -26,11 +27,11 @@ class BadRequest(Exception):
         self.message = message
         self.code = code
 
-    def response(self) -> JSONResponse:
-        """The JSON error answer."""
+    def response(self, headers: Mapping[str, str] | None = None) -> JSONResponse:
+        """The JSON error answer (with ``headers``, e.g. the no-retry one of model routes)."""
         body = {"error": {"message": self.message, "type": "invalid_request_error",
                           "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
+        return JSONResponse(body, status_code=self.status, headers=headers)
 
 
 class ClientGone(BadRequest):

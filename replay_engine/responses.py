@@ -9,7 +9,7 @@ in flight) so concurrent sessions progress fairly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -18,6 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from .engine import CallHandle
 from .errors import ReplayError
+from .models import ThrowEntry
 from .wire_openai import CompletionAssembler, StreamEncoder, error_body, error_event, status_for_code
 
 YIELD_EVERY = 64
@@ -51,6 +52,7 @@ class WireFormat(Protocol):
     errors_as_status: bool
     """True: a failure before the first chunk answers an HTTP error instead of a stream."""
 
+    def opening(self) -> bytes: ...
     def encode(self, chunk: dict[str, Any]) -> bytes | None: ...
     def close(self) -> bytes: ...
     def fail(self, exc: ReplayError) -> bytes: ...
@@ -62,9 +64,12 @@ class SseFormat:
     media_type = b"text/event-stream; charset=utf-8"
     errors_as_status = True
 
-    def __init__(self, model: str) -> None:
-        self._encoder = StreamEncoder(model)
+    def __init__(self, model: str, *, include_usage: bool = False) -> None:
+        self._encoder = StreamEncoder(model, include_usage=include_usage)
         self.encode = self._encoder.encode
+
+    def opening(self) -> bytes:
+        return self._encoder.opening()
 
     def close(self) -> bytes:
         return self._encoder.close()
@@ -79,6 +84,9 @@ class NdjsonFormat:
     media_type = b"application/x-ndjson"
     errors_as_status = False
 
+    def opening(self) -> bytes:
+        return b""
+
     def encode(self, chunk: dict[str, Any]) -> bytes | None:
         return _encode(chunk) + b"\n"
 
@@ -89,11 +97,12 @@ class NdjsonFormat:
         return _encode({"type": "error", "message": exc.message, "code": exc.code}) + b"\n"
 
 
-def json_response_parts(status: int, body: object) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two ASGI messages of a complete JSON answer."""
+def json_response_parts(status: int, body: object, headers: Sequence[tuple[bytes, bytes]] = (),
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two ASGI messages of a complete JSON answer (``headers`` added to the JSON ones)."""
     data = _encode(body)
     start = {"type": "http.response.start", "status": status,
-             "headers": [*_JSON, (b"content-length", str(len(data)).encode())]}
+             "headers": [*_JSON, (b"content-length", str(len(data)).encode()), *headers]}
     return start, {"type": "http.response.body", "body": data, "more_body": False}
 
 
@@ -135,10 +144,12 @@ class CallStream:
     """Streams one bound call in a ``WireFormat``; errors end the stream as the format says."""
 
     def __init__(self, handle: CallHandle, wire: WireFormat,
-                 streams: StreamCount | None = None) -> None:
+                 streams: StreamCount | None = None,
+                 error_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         self.handle = handle
         self.wire = wire
         self.streams = streams or StreamCount()
+        self.error_headers = error_headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         wire = self.wire
@@ -153,6 +164,14 @@ class CallStream:
             served = 0
             pending: list[bytes] = []
             ready = self.handle.ready
+            entry = self.handle.entry
+            opening = wire.opening()
+            if opening and not (wire.errors_as_status and isinstance(entry, ThrowEntry)
+                                and not entry.chunks):
+                # Before any pace wait or step gate: the client sees an open stream at once.
+                await send(start)
+                await send({"type": "http.response.body", "body": opening, "more_body": True})
+                started = True
             try:
                 async for chunk in chunks:
                     data = wire.encode(chunk)
@@ -172,9 +191,10 @@ class CallStream:
                             await asyncio.sleep(0)
                 pending.append(wire.close())
             except ReplayError as exc:
-                if served == 0 and wire.errors_as_status:
+                if not started and served == 0 and wire.errors_as_status:
                     head, rest = json_response_parts(status_for_code(exc.code),
-                                                     error_body(exc.message, exc.code))
+                                                     error_body(exc.message, exc.code),
+                                                     self.error_headers)
                     await send(head)
                     await send(rest)
                     return
@@ -195,9 +215,11 @@ class CallStream:
 class CallCompletion:
     """Serves one bound call as a single ``chat.completion`` (``stream: false``)."""
 
-    def __init__(self, handle: CallHandle, model: str) -> None:
+    def __init__(self, handle: CallHandle, model: str,
+                 error_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         self.handle = handle
         self.model = model
+        self.error_headers = error_headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def body(chunks: AsyncIterator[dict[str, Any]]) -> None:
@@ -211,7 +233,8 @@ class CallCompletion:
                         await asyncio.sleep(0)
             except ReplayError as exc:
                 head, rest = json_response_parts(status_for_code(exc.code),
-                                                 error_body(exc.message, exc.code))
+                                                 error_body(exc.message, exc.code),
+                                                 self.error_headers)
             else:
                 head, rest = json_response_parts(200, assembler.result(self.model))
             await send(head)

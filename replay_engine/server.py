@@ -21,6 +21,7 @@ from typing import Any, Literal
 import anyio
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -43,9 +44,55 @@ ScenarioSource = Scenario | Callable[[], Scenario | None] | None
 one (asked on every request), or nothing."""
 
 
-def _error(exc: ReplayError, status: int | None = None) -> JSONResponse:
-    return JSONResponse(error_body(exc.message, exc.code),
-                        status_code=status or status_for_code(exc.code))
+NO_RETRY = {"x-should-retry": "false"}
+"""On every error answer of a model route: the OpenAI and Anthropic SDKs then do not retry
+a scripted failure (which would consume the next recorded call behind the agent's back)."""
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+"""The header the Stainless-made SDKs (openai, anthropic) number their retries with."""
+
+
+def is_retry(request: Request) -> bool:
+    """True when the request is an SDK's retry of an earlier one (retry count above 0)."""
+    count = request.headers.get(RETRY_COUNT_HEADER, "").strip()
+    return count.isdigit() and int(count) > 0
+
+
+def request_session(request: Request, body: dict[str, Any] | None = None) -> str | None:
+    """The caller's session id: ``X-Session-Id``, the ``/sessions/{id}`` path, the body field.
+
+    Absent everywhere is the anonymous session; two that disagree are a BadRequest (400).
+    """
+    given: list[tuple[str, str | None]] = []
+    header = request.headers.get("x-session-id")
+    if header:
+        given.append(("the X-Session-Id header", header))
+    if "session" in request.path_params:
+        given.append(("the /sessions/{id} path", str(request.path_params["session"])))
+    if body is not None and "sessionId" in body:
+        given.append(("the sessionId body field", session_field(body)))
+    values = {value for _, value in given}
+    if len(values) > 1:
+        said = ", ".join(f"{where} says {value!r}" for where, value in given)
+        raise BadRequest(400, f"the session id is given twice and disagrees: {said}; send it "
+                         "once, or the same in each place", "SESSION_MISMATCH")
+    return given[0][1] if given else None
+
+
+def _error_handler(status: int, code: str) -> Callable[[Request, Exception], Any]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+        allow = {k.lower(): v for k, v in headers.items()}.get("allow")
+        if status == 404:
+            message = f"no route {request.url.path}; see GET /replay/v1/scripts for what is served"
+        elif status == 405:
+            message = (f"{request.method} is not allowed on {request.url.path}"
+                       + (f"; use {allow}" if allow else ""))
+        else:
+            message = f"internal error while answering {request.method} {request.url.path}"
+        return JSONResponse({"error": {"message": message, "type": "replay_error", "code": code}},
+                            status_code=status, headers=headers)
+
+    return handle
 
 
 def scripts_headers(served: list[SessionScript], scenario: Scenario | None) -> dict[str, Any]:
@@ -65,8 +112,10 @@ class _Handlers:
 
     def __init__(self, engine: ReplayEngine, scenario: ScenarioSource,
                  providers: list[ProviderConfig] | None,
-                 reload: Callable[[], object] | None) -> None:
+                 reload: Callable[[], object] | None, sdk_retries: bool = False) -> None:
         self.engine = engine
+        self.no_retry: dict[str, str] = {} if sdk_retries else NO_RETRY
+        self.no_retry_raw = [(k.encode(), v.encode()) for k, v in self.no_retry.items()]
         self.providers = providers if providers else DEFAULT_PROVIDERS
         self.reload_fn = reload
         self.streams = StreamCount()
@@ -92,41 +141,61 @@ class _Handlers:
 
     # -- model calls --------------------------------------------------------------------
 
+    def _error(self, exc: ReplayError) -> JSONResponse:
+        return JSONResponse(error_body(exc.message, exc.code),
+                            status_code=status_for_code(exc.code), headers=self.no_retry)
+
     async def chat_completions(self, request: Request) -> ASGIApp:
         try:
             body = await read_json_body(request)
+            session = request_session(request)
         except BadRequest as bad:
-            return bad.response()
+            return bad.response(self.no_retry)
         model = body.get("model") if isinstance(body.get("model"), str) else "replay"
-        session = request.headers.get("x-session-id") or None
         try:
             handle = await self.engine.open_call_async(
-                session, body.get("messages"), run=self.run(request), model=model)
+                session, body.get("messages"), run=self.run(request), model=model,
+                retry=is_retry(request))
         except ReplayError as exc:
-            return _error(exc)
+            return self._error(exc)
         if body.get("stream") is True:
-            return CallStream(handle, SseFormat(str(model)), self.streams)
-        return CallCompletion(handle, str(model))
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            return CallStream(handle, SseFormat(str(model), include_usage=include_usage),
+                              self.streams, self.no_retry_raw)
+        return CallCompletion(handle, str(model), self.no_retry_raw)
 
     async def native_stream(self, request: Request) -> ASGIApp:
         try:
             body = await read_json_body(request)
-            session = (session_field(body) if "sessionId" in body
-                       else request.headers.get("x-session-id") or None)
+            session = request_session(request, body)
         except BadRequest as bad:
-            return bad.response()
+            return bad.response(self.no_retry)
         try:
             model = body.get("model") if isinstance(body.get("model"), str) else None
             handle = await self.engine.open_call_async(
-                session, body.get("messages"), run=self.run(request), model=model)
+                session, body.get("messages"), run=self.run(request), model=model,
+                retry=is_retry(request))
         except ReplayError as exc:
-            return _error(exc)
-        return CallStream(handle, NdjsonFormat(), self.streams)
+            return self._error(exc)
+        return CallStream(handle, NdjsonFormat(), self.streams, self.no_retry_raw)
+
+    def _model_list(self) -> list[dict[str, Any]]:
+        return [{"id": m.id, "object": "model", "created": 0, "owned_by": p.id}
+                for p in self.providers for m in p.models]
 
     async def models(self, request: Request) -> Response:
-        data = [{"id": m.id, "object": "model", "created": 0, "owned_by": p.id}
-                for p in self.providers for m in p.models]
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": self._model_list()})
+
+    async def model(self, request: Request) -> Response:
+        wanted = str(request.path_params["model"])
+        for model in self._model_list():
+            if model["id"] == wanted:
+                return JSONResponse(model)
+        known = ", ".join(m["id"] for m in self._model_list())
+        return JSONResponse(
+            error_body(f"model {wanted!r} is not in the catalog; it offers: {known}",
+                       "MODEL_NOT_FOUND"), status_code=404, headers=self.no_retry)
 
     # -- control ------------------------------------------------------------------------
 
@@ -232,17 +301,24 @@ def create_app(
     scenario: ScenarioSource = None,
     providers: list[ProviderConfig] | None = None,
     reload: Callable[[], object] | None = None,
+    sdk_retries: bool = False,
 ) -> Starlette:
     """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run.
 
-    ``scenario`` may be a callable returning the current scenario; ``set_app_scenario``
-    changes it later.
+    The model routes also exist under ``/sessions/{id}/`` (after any run prefix), for
+    clients that can set a base URL but no header. ``scenario`` may be a callable
+    returning the current scenario; ``set_app_scenario`` changes it later.
+    ``sdk_retries`` leaves ``x-should-retry: false`` off the model routes' error answers.
     """
-    h = _Handlers(engine, scenario, providers, reload)
-    table: list[tuple[str, Callable[[Request], Any], list[str]]] = [
+    h = _Handlers(engine, scenario, providers, reload, sdk_retries)
+    model_routes: list[tuple[str, Callable[[Request], Any], list[str]]] = [
         ("/v1/chat/completions", h.chat_completions, ["POST"]),
         ("/v1/models", h.models, ["GET"]),
+        ("/v1/models/{model:path}", h.model, ["GET"]),
         ("/replay/v1/stream", h.native_stream, ["POST"]),
+    ]
+    table: list[tuple[str, Callable[[Request], Any], list[str]]] = [
+        *model_routes,
         ("/replay/v1/scripts", h.scripts, ["GET"]),
         ("/replay/v1/state", h.state, ["GET"]),
         ("/replay/v1/journal", h.journal, ["GET"]),
@@ -259,7 +335,14 @@ def create_app(
     for path, endpoint, methods in table:
         routes.append(Route(path, endpoint, methods=methods))
         routes.append(Route("/runs/{run}" + path, endpoint, methods=methods))
-    app = Starlette(routes=routes)
+    for path, endpoint, methods in model_routes:
+        routes.append(Route("/sessions/{session}" + path, endpoint, methods=methods))
+        routes.append(Route("/runs/{run}/sessions/{session}" + path, endpoint, methods=methods))
+    app = Starlette(routes=routes, exception_handlers={
+        404: _error_handler(404, "NOT_FOUND"),
+        405: _error_handler(405, "METHOD_NOT_ALLOWED"),
+        500: _error_handler(500, "INTERNAL"),
+    })
     app.state.replay_handlers = h
     return app
 
@@ -298,6 +381,7 @@ class ReplayServer:
         scenario: ScenarioSource = None,
         reload: Callable[[], object] | None = None,
         app: ASGIApp | None = None,
+        sdk_retries: bool = False,
     ) -> None:
         self.engine = engine
         self.host = host
@@ -306,7 +390,7 @@ class ReplayServer:
         self._scenario: ScenarioSource = scenario
         if app is None:
             app = self._routes = create_app(engine, scenario=scenario, providers=providers,
-                                            reload=reload)
+                                            reload=reload, sdk_retries=sdk_retries)
         self.app = app
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -417,6 +501,7 @@ async def serve_scenario(
     pace: Pace | None = None,
     ready_dir: str | Path | None = None,
     providers: list[ProviderConfig] | None = None,
+    sdk_retries: bool = False,
 ) -> AsyncIterator[ReplayServer]:
     """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
     scenario = load_scenario(path)
@@ -428,5 +513,5 @@ async def serve_scenario(
         return fresh
 
     async with ReplayServer(engine, host=host, port=port, providers=providers,
-                            scenario=scenario, reload=reload) as server:
+                            scenario=scenario, reload=reload, sdk_retries=sdk_retries) as server:
         yield server

@@ -73,9 +73,14 @@ def _int(value: object) -> int:
 
 
 def usage_to_wire(usage: object) -> dict[str, Any]:
-    """DeepSeek usage of a recorded usage; counters the recording lacks stay off the wire."""
+    """DeepSeek usage of a recorded usage; counters the recording lacks stay off the wire.
+
+    No recorded usage at all gives the four base counters as 0 (what ``stream: false``
+    answers, since every client expects usage there).
+    """
     if not isinstance(usage, dict):
-        return {}
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                "prompt_cache_miss_tokens": 0}
     inp = _int(usage.get("inputTokens"))
     out = _int(usage.get("outputTokens"))
     cache = _int(usage.get("cacheReadTokens"))
@@ -101,12 +106,14 @@ def new_completion_id() -> str:
 class _Blocks:
     """Per-call block bookkeeping shared by the stream encoder and the assembler."""
 
-    __slots__ = ("types", "tool_ordinal", "had_delta")
+    __slots__ = ("types", "tool_ordinal", "had_delta", "sent")
 
     def __init__(self) -> None:
         self.types: dict[Any, str] = {}
         self.tool_ordinal: dict[Any, int] = {}
         self.had_delta: set[Any] = set()
+        self.sent: dict[Any, tuple[Any, Any]] = {}
+        """Per tool block: the id and name its deltas last put on the wire."""
 
     def tool_index(self, block: Any) -> int:
         ordinal = self.tool_ordinal.get(block)
@@ -139,15 +146,26 @@ class _Blocks:
 
     def _tool(self, index: Any, call_id: Any, name: Any, arguments: Any,
               with_name: bool) -> dict[str, Any]:
+        """One tool-call delta: ``id``, ``type`` and ``name`` only where the block's value is new.
+
+        Stream accumulators concatenate every string they receive, so a repeated id or
+        name would arrive doubled (OpenAI sends them once, on the block's first delta).
+        """
         call: dict[str, Any] = {"index": self.tool_index(index)}
-        if call_id is not None:
+        first = index not in self.sent
+        last_id, last_name = self.sent.get(index, (None, None))
+        if call_id is not None and (first or call_id != last_id):
             call["id"] = call_id
-        call["type"] = "function"
+            last_id = call_id
+        if first or "id" in call:
+            call["type"] = "function"
         function: dict[str, Any] = {}
-        if with_name:
+        if with_name and name is not None and (first or name != last_name):
             function["name"] = name
+            last_name = name
         function["arguments"] = arguments if isinstance(arguments, str) else ""
         call["function"] = function
+        self.sent[index] = (last_id, last_name)
         return call
 
     def _whole_block(self, index: Any, block: object) -> dict[str, Any] | None:
@@ -167,13 +185,19 @@ class _Blocks:
 
 
 class StreamEncoder:
-    """Encodes one call's recorded chunks as ``chat.completion.chunk`` SSE events."""
+    """Encodes one call's recorded chunks as ``chat.completion.chunk`` SSE events.
+
+    ``include_usage`` (the request's ``stream_options.include_usage``) sends usage the way
+    OpenAI does then: ``"usage": null`` on every chunk, and the usage on one extra
+    ``choices: []`` chunk after the finish chunk.
+    """
 
     def __init__(self, model: str, completion_id: str | None = None,
-                 created: int | None = None) -> None:
+                 created: int | None = None, *, include_usage: bool = False) -> None:
         self.completion_id = completion_id or new_completion_id()
         self.created = int(time.time()) if created is None else created
         self.model = model
+        self.include_usage = include_usage
         self._blocks = _Blocks()
         self._usage: dict[str, Any] | None = None
         self._finished = False
@@ -182,11 +206,19 @@ class StreamEncoder:
                 + b',"model":' + _encode(model))
         self._head = head
         self._choice = head + b',"choices":[{"index":0,"delta":'
-        self._tail = b',"finish_reason":null}]}\n\n'
+        self._end = b',"usage":null}\n\n' if include_usage else b"}\n\n"
+        self._tail = b',"finish_reason":null}]' + self._end
         self._content = self._choice + b'{"content":'
         self._reasoning = self._choice + b'{"reasoning_content":'
         self._delta_end = b"}" + self._tail
         self._had_delta = self._blocks.had_delta
+
+    def opening(self) -> bytes:
+        """The role chunk every stream starts with (sent as soon as the call is bound)."""
+        return self._choice + b'{"role":"assistant","content":""}' + self._tail
+
+    def _usage_event(self, wire: dict[str, Any]) -> bytes:
+        return self._head + b',"choices":[],"usage":' + _encode(wire) + b"}\n\n"
 
     def encode(self, chunk: dict[str, Any]) -> bytes | None:
         """The SSE event(s) for one recorded chunk, or None when it maps to nothing."""
@@ -200,17 +232,20 @@ class StreamEncoder:
         if kind == "usage":
             wire = usage_to_wire(chunk.get("usage"))
             if self._finished:
-                return self._head + b',"choices":[],"usage":' + _encode(wire) + b"}\n\n"
+                return self._usage_event(wire)
             self._usage = wire
             return None
         if kind == "finish":
             self._finished = True
             reason = _encode(finish_reason(chunk.get("reason")))
-            usage = b""
-            if self._usage is not None:
-                usage = b',"usage":' + _encode(self._usage)
-                self._usage = None
-            return (self._choice + b'{},"finish_reason":' + reason + b"}]" + usage + b"}\n\n")
+            finish = self._choice + b'{},"finish_reason":' + reason + b"}]"
+            usage, self._usage = self._usage, None
+            if self.include_usage:
+                event = finish + self._end
+                return event + self._usage_event(usage) if usage is not None else event
+            if usage is not None:
+                return finish + b',"usage":' + _encode(usage) + b"}\n\n"
+            return finish + b"}\n\n"
         delta = self._blocks.delta_for(chunk)
         if delta is None:
             return None
@@ -220,7 +255,7 @@ class StreamEncoder:
         """What ends a completed stream: a pending usage (no finish was recorded), then [DONE]."""
         if self._usage is not None:
             usage, self._usage = self._usage, None
-            return self._head + b',"choices":[],"usage":' + _encode(usage) + b"}\n\n" + DONE_EVENT
+            return self._usage_event(usage) + DONE_EVENT
         return DONE_EVENT
 
 
@@ -281,6 +316,5 @@ class CompletionAssembler:
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish or "stop"}],
         }
-        if self.usage is not None:
-            out["usage"] = self.usage
+        out["usage"] = self.usage if self.usage is not None else usage_to_wire(None)
         return out

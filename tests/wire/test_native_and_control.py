@@ -150,7 +150,8 @@ async def test_ready_file_never_truncates_a_non_empty_file(tmp_path: Path) -> No
             httpx.AsyncClient(base_url=server.url) as http:
         response = await http.post("/v1/chat/completions", json={"stream": True})
     events = [json.loads(line.removeprefix("data: ")) for line in response.text.split("\n\n") if line]
-    assert events[0]["choices"][0]["delta"] == {"content": "partial"}
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert events[1]["choices"][0]["delta"] == {"content": "partial"}
     assert events[-1]["error"]["code"] == "READY_FILE"
     assert "already exists and is not empty" in events[-1]["error"]["message"]
     assert "data: [DONE]" not in response.text
@@ -195,7 +196,8 @@ async def test_pace_keeps_order_for_concurrent_sessions(tmp_path: Path) -> None:
             await client.close()
         for wire in (a, b):
             texts = [c["choices"][0]["delta"].get("content") for c in wire if c["choices"]]
-            assert texts[:-1] == ["one ", "two ", "three ", "four ", "five ", "six"]
+            assert texts[:-1] == ["", "one ", "two ", "three ", "four ", "five ", "six"]
+            assert wire[0]["choices"][0]["delta"]["role"] == "assistant"
             assert wire[-1]["choices"][0]["finish_reason"] == "stop"
         assert server.engine.pace == pace
 

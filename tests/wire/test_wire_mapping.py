@@ -73,8 +73,7 @@ def test_blocks_recorded_only_as_block_end_go_out_whole_at_their_position() -> N
         {"reasoning_content": "think"},
         {"tool_calls": [{"index": 0, "id": "c0", "type": "function",
                          "function": {"name": "cat", "arguments": "{"}}]},
-        {"tool_calls": [{"index": 0, "id": "c0", "type": "function",
-                         "function": {"arguments": "}"}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]},
         {"tool_calls": [{"index": 1, "id": "c1", "type": "function",
                          "function": {"name": "ls", "arguments": "{}"}}]},
         {},  # an empty text block adds nothing; then the finish
@@ -127,3 +126,54 @@ def test_non_stream_assembly() -> None:
         "tool_calls": [{"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
     }}]
     assert body["object"] == "chat.completion" and body["usage"]["total_tokens"] == 2
+
+
+def test_the_opening_role_chunk_is_first_and_never_repeated() -> None:
+    encoder = StreamEncoder("m", "chatcmpl-1", 7)
+    opening = json.loads(encoder.opening().removeprefix(b"data: "))
+    assert opening == {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7,
+                       "model": "m", "choices": [{"index": 0, "delta": {
+                           "role": "assistant", "content": ""}, "finish_reason": None}]}
+    later = _deltas([{"type": "text-delta", "index": 0, "text": "a"},
+                     {"type": "finish", "reason": {"kind": "stop"}}])
+    assert all("role" not in d for d in later)
+
+
+def test_tool_ids_and_names_go_out_once_per_block_and_again_only_when_they_change() -> None:
+    deltas = _deltas([
+        {"type": "tool-call-delta", "index": 0, "id": "a", "name": "ls", "argumentsDelta": "{"},
+        {"type": "tool-call-delta", "index": 0, "id": "a", "name": "ls", "argumentsDelta": "}"},
+        {"type": "tool-call-delta", "index": 1, "id": "b", "argumentsDelta": ""},
+        {"type": "tool-call-delta", "index": 1, "id": "b", "name": "cat", "argumentsDelta": "{}"},
+        {"type": "tool-call-delta", "index": 1, "id": "b2", "name": "cat", "argumentsDelta": ""},
+    ])
+    assert [d["tool_calls"][0] for d in deltas] == [
+        {"index": 0, "id": "a", "type": "function", "function": {"name": "ls", "arguments": "{"}},
+        {"index": 0, "function": {"arguments": "}"}},
+        {"index": 1, "id": "b", "type": "function", "function": {"arguments": ""}},
+        {"index": 1, "function": {"name": "cat", "arguments": "{}"}},
+        {"index": 1, "id": "b2", "type": "function", "function": {"arguments": ""}},
+    ]
+
+
+def test_include_usage_sends_usage_alone_after_the_finish_and_null_before() -> None:
+    usage = {"inputTokens": 2, "outputTokens": 3}
+    encoder = StreamEncoder("m", "chatcmpl-1", 7, include_usage=True)
+    chunks = [{"type": "text-delta", "index": 0, "text": "hi"}, {"type": "usage", "usage": usage},
+              {"type": "finish", "reason": {"kind": "stop"}}]
+    raw = encoder.opening() + b"".join(e for e in map(encoder.encode, chunks) if e) + encoder.close()
+    events = [json.loads(e[6:]) for e in raw.removesuffix(DONE_EVENT).split(b"\n\n") if e]
+    assert [e["usage"] for e in events[:-1]] == [None, None, None]
+    assert events[2]["choices"][0]["finish_reason"] == "stop"
+    assert events[-1] == {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7,
+                          "model": "m", "choices": [], "usage": usage_to_wire(usage)}
+    # Without include_usage the usage rides on the finish chunk and nothing says null.
+    plain = _events(chunks)
+    assert "usage" not in plain[0] and plain[-1]["usage"] == usage_to_wire(usage)
+
+
+def test_non_stream_usage_is_there_even_when_the_recording_has_none() -> None:
+    assembler = CompletionAssembler()
+    assembler.add({"type": "text-delta", "index": 0, "text": "hi"})
+    assert assembler.result("m")["usage"] == {"prompt_tokens": 0, "completion_tokens": 0,
+                                              "total_tokens": 0, "prompt_cache_miss_tokens": 0}

@@ -1,8 +1,10 @@
 """Helpers of the wire tests: scenario writers and a DeepSeek-style client that rebuilds chunks.
 
-The rebuilder follows SPEC 8.1 from the client's side: blocks open in
-first-seen order (one reasoning block, one text block, one block per tool
-index), and at ``[DONE]`` it emits every block-end, then usage, then finish.
+The rebuilder follows SPEC 8.1 from the client's side: the opening role chunk
+carries nothing; blocks open in first-seen order (one reasoning block, one text
+block, one block per tool index); a tool block keeps the last id and name the
+wire gave it and stamps them on each of its deltas; and at ``[DONE]`` it emits
+every block-end, then usage, then finish.
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ class DeepSeekRebuilder:
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            if "role" in delta and delta.get("content") == "":
+                delta = {k: v for k, v in delta.items() if k not in ("role", "content")}
             for field, kind in (("reasoning_content", "reasoning"), ("content", "text")):
                 if delta.get(field) is not None:
                     block = self.by_kind.get(kind) or self._open(kind)
@@ -116,12 +120,14 @@ class DeepSeekRebuilder:
                 if block is None:
                     block = self.tools[call["index"]] = self._open("tool-call")
                 function = call.get("function") or {}
-                block["id"] = call.get("id") or block["id"]
+                if call.get("id") is not None:
+                    block["id"] = call["id"]
+                if function.get("name") is not None:
+                    block["name"] = function["name"]
                 rebuilt: dict[str, Any] = {"type": "tool-call-delta", "index": block["index"],
                                            "id": block["id"]}
-                if function.get("name") is not None:
-                    block["name"] = block["name"] or function["name"]
-                    rebuilt["name"] = function["name"]
+                if block["name"] is not None:
+                    rebuilt["name"] = block["name"]
                 arguments = function.get("arguments") or ""
                 block["parts"].append(arguments)
                 rebuilt["argumentsDelta"] = arguments
@@ -179,9 +185,9 @@ def deepseek_producible(chunks: list[dict[str, Any]]) -> bool:
     """Whether a DeepSeek stream could have produced exactly these chunks (structural check).
 
     Blocks open in order with their first delta right after (at most one text and one
-    reasoning block), every delta carries exactly its wire fields, then every block-end in
-    block order holding the concatenated deltas, an optional usage, and a stop / tool-calls /
-    max-tokens finish with nothing else.
+    reasoning block), every delta carries exactly its wire fields (a tool delta its block's
+    current id and name), then every block-end in block order holding the concatenated
+    deltas, an optional usage, and a stop / tool-calls / max-tokens finish with nothing else.
     """
     blocks: list[dict[str, Any]] = []
     i, n = 0, len(chunks)
@@ -204,14 +210,10 @@ def deepseek_producible(chunks: list[dict[str, Any]]) -> bool:
             if chunk["type"] != _DELTA_OF[block["kind"]]:
                 return False
             if block["kind"] == "tool-call":
-                keys = set(chunk) - {"name"}
-                if keys != {"type", "index", "id", "argumentsDelta"}:
+                if set(chunk) != {"type", "index", "id", "name", "argumentsDelta"} or not (
+                        isinstance(chunk["id"], str) and isinstance(chunk["name"], str)):
                     return False
-                if block["id"] not in (None, chunk["id"]):
-                    return False
-                block["id"] = chunk["id"]
-                if "name" in chunk:
-                    block["name"] = block["name"] or chunk["name"]
+                block["id"], block["name"] = chunk["id"], chunk["name"]
                 block["parts"].append(chunk["argumentsDelta"])
             else:
                 if set(chunk) != {"type", "index", "text"}:

@@ -1,0 +1,17 @@
+"""Event-log lines: an SDK's retry is marked where the call starts or is refused."""
+
+from __future__ import annotations
+
+from app.eventlog import format_event
+from replay_engine import events as ev
+
+
+def test_retried_requests_are_marked_in_the_event_log() -> None:
+    first = format_event(ev.CallStarted("default", "a", 0, 1, 7, "chunks"), ["main"])
+    again = format_event(ev.CallStarted("default", "a", 0, 2, 8, "chunks", retry=True), ["main"])
+    refused = format_event(ev.BindingFailed("default", "a", "SCRIPT_EXHAUSTED", "script exhausted",
+                                            retry=True), ["main"])
+    assert first is not None and again is not None and refused is not None
+    assert "retry" not in first.plain
+    assert again.plain == "a call #2 started (chunks) — SDK retry"
+    assert refused.plain.endswith("script exhausted — SDK retry")

@@ -1,0 +1,154 @@
+"""What each conformance call must look like once a real client library has assembled it.
+
+``expected_calls`` reads a scenario's recorded calls; each client test turns what its
+library assembled into the same ``Assembled`` shape and compares call by call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay_engine import ChunksEntry, HangEntry, ThrowEntry, load_scenario
+from replay_engine.wire_openai import finish_reason, status_for_code, usage_to_wire
+from tests.conftest import SAMPLES, conformance_dir
+from tests.wire.wire_helpers import recorded_content
+
+CORPUS = conformance_dir()
+PREFIX = "examples__acp-agent__tests__snapshots__"
+
+CHUNK_SCENARIOS = {
+    "text-turn": "reasoning, then text",
+    "parallel-tool-calls": "two tool calls in one answer, then text",
+    "cancel-tool-calls": "two tool calls whose every delta repeats id and name",
+    "packed-chunks": "packed chunk rows: reasoning, a tool call, then text",
+    "max-tokens-continue": "a max-tokens finish, then text",
+    "empty-response-retry": "an error finish (EMPTY_RESPONSE), then text",
+}
+"""Conformance scenarios (name after ``PREFIX``) whose every call is a chunks entry."""
+
+needs_corpus = pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
+
+
+def scenario_dir(name: str) -> Path:
+    """A conformance scenario by its short name, or a bundled sample by its directory name."""
+    if (SAMPLES / name).is_dir():
+        return SAMPLES / name
+    assert CORPUS is not None
+    return CORPUS / "scenarios" / (PREFIX + name)
+
+
+@dataclass
+class Assembled:
+    """One call as a client library hands it to the agent."""
+
+    text: str = ""
+    reasoning: str | None = None
+    """None where the library does not expose reasoning."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """``{"id", "name", "arguments"}`` with the arguments parsed from JSON."""
+    finish: str | None = None
+    usage: dict[str, int] | None = None
+    """``prompt_tokens``, ``completion_tokens``, ``total_tokens``."""
+    error: tuple[int | None, str | None] | None = None
+    """HTTP status (None mid-stream) and error code, for a failed call."""
+
+    def without_reasoning(self) -> Assembled:
+        """The same call for a library that does not expose reasoning."""
+        return Assembled(self.text, None, self.tools, self.finish, self.usage, self.error)
+
+
+def tool(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A tool call with its arguments parsed (JSON-equal, whatever the spacing).
+
+    Arguments cut off by a max-tokens finish are no JSON: they stay the exact string.
+    """
+    parsed = arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError:
+            parsed = arguments
+    return {"id": call_id, "name": name, "arguments": parsed}
+
+
+def base_usage(wire: dict[str, Any] | None) -> dict[str, int] | None:
+    """The three counters every client exposes, from an OpenAI usage object."""
+    if wire is None:
+        return None
+    return {k: int(wire[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def expected_calls(name: str) -> list[Assembled]:
+    """Every call of the scenario's first script, as a client must assemble it."""
+    script = load_scenario(scenario_dir(name)).scripts[0]
+    out: list[Assembled] = []
+    for item in script.entries:
+        entry = item.entry
+        if isinstance(entry, ChunksEntry):
+            content = recorded_content(entry.chunks)
+            usage = content["usage"]
+            out.append(Assembled(
+                text=content["text"], reasoning=content["reasoning"],
+                tools=[tool(t["id"], t["name"], t["arguments"]) for t in content["tools"]],
+                finish=finish_reason(content["finish"]),
+                usage=base_usage(usage_to_wire(usage)) if usage is not None else None))
+        elif isinstance(entry, ThrowEntry):
+            status = None if entry.chunks else status_for_code(entry.code)
+            out.append(Assembled(error=(status, entry.code)))
+        else:
+            assert isinstance(entry, HangEntry)
+            out.append(Assembled(error=(None, "ABORTED")))
+    return out
+
+
+def accumulate(chunks: list[dict[str, Any]]) -> Assembled:
+    """Raw chat-completion chunks folded as stream accumulators do: every string concatenated.
+
+    An id or name sent on more than one delta of a tool call arrives doubled, as it
+    does in the SDK helpers, LangChain and llama-index.
+    """
+    got = Assembled(reasoning="")
+    tools: dict[int, dict[str, str]] = {}
+    for chunk in chunks:
+        if chunk.get("usage"):
+            got.usage = base_usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            got.text += delta.get("content") or ""
+            got.reasoning = (got.reasoning or "") + (delta.get("reasoning_content") or "")
+            for call in delta.get("tool_calls") or []:
+                slot = tools.setdefault(call["index"], {"id": "", "name": "", "arguments": ""})
+                function = call.get("function") or {}
+                slot["id"] += call.get("id") or ""
+                slot["name"] += function.get("name") or ""
+                slot["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                got.finish = choice["finish_reason"]
+    got.tools = [tool(t["id"], t["name"], t["arguments"]) for _, t in sorted(tools.items())]
+    return got
+
+
+NODE_DIR = Path(__file__).parent / "node"
+
+
+def node_or_skip() -> str:
+    """The ``node`` binary with the pinned openai package installed; skip (fail in CI) when absent."""
+    node = shutil.which("node")
+    problem = None
+    if node is None:
+        problem = "node is not installed"
+    elif not (NODE_DIR / "node_modules" / "openai").is_dir():
+        problem = f"openai-node is not installed: run `npm ci` in {NODE_DIR}"
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{problem} (CI must run the node compatibility tests)")
+        pytest.skip(problem)
+    assert node is not None
+    return node

@@ -1,0 +1,143 @@
+"""openai-python against a real replay server: raw chunks, the stream helper, stream=False.
+
+Clients keep their default settings (retries included): the server's answers alone must
+make them assemble exactly what was recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from replay_engine.server import serve_scenario
+from tests.compat.compat_helpers import (
+    CHUNK_SCENARIOS,
+    Assembled,
+    accumulate,
+    base_usage,
+    expected_calls,
+    needs_corpus,
+    scenario_dir,
+    tool,
+)
+
+pytestmark = [pytest.mark.anyio, needs_corpus]
+
+SCENARIOS = [*CHUNK_SCENARIOS, "basic-chat"]
+GO: list[Any] = [{"role": "user", "content": "go"}]
+
+
+def _client(url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=url + "/v1", api_key="any")
+
+
+def _from_message(choice: Any, usage: Any) -> Assembled:
+    message = choice.message
+    return Assembled(
+        text=message.content or "",
+        reasoning=getattr(message, "reasoning_content", None) or "",
+        tools=[tool(t.id, t.function.name, t.function.arguments) for t in message.tool_calls or []],
+        finish=choice.finish_reason,
+        usage=base_usage(usage.model_dump()) if usage is not None else None)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_raw_stream_chunks(name: str) -> None:
+    want = expected_calls(name)
+    async with serve_scenario(scenario_dir(name)) as server:
+        client = _client(server.url)
+        for n, expected in enumerate(want):
+            stream = await client.chat.completions.create(model="m", messages=GO, stream=True)
+            chunks = [c.model_dump(exclude_unset=True) async for c in stream]
+            deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+            assert deltas[0] == {"role": "assistant", "content": ""}, n
+            assert all("role" not in d for d in deltas[1:]), n
+            assert accumulate(chunks) == expected, f"{name} call {n}"
+        await client.close()
+        assert server.engine.consumed_problems() == []
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_stream_helper_final_completion(name: str) -> None:
+    want = expected_calls(name)
+    async with serve_scenario(scenario_dir(name)) as server:
+        client = _client(server.url)
+        for n, expected in enumerate(want):
+            try:
+                async with client.chat.completions.stream(model="m", messages=GO) as stream:
+                    final: Any = await stream.get_final_completion()
+            except openai.LengthFinishReasonError as cut:  # how the helper reports a length finish
+                assert expected.finish == "length"
+                final = cut.completion
+            got = _from_message(final.choices[0], final.usage)
+            assert got == expected, f"{name} call {n}"
+        await client.close()
+        assert server.engine.consumed_problems() == []
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_stream_false(name: str) -> None:
+    want = expected_calls(name)
+    async with serve_scenario(scenario_dir(name)) as server:
+        client = _client(server.url)
+        for n, expected in enumerate(want):
+            completion = await client.chat.completions.create(model="m", messages=GO)
+            assert completion.usage is not None
+            got = _from_message(completion.choices[0], completion.usage)
+            assert got == expected, f"{name} call {n}"
+        await client.close()
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_include_usage_sends_usage_alone_last(name: str) -> None:
+    want = expected_calls(name)
+    async with serve_scenario(scenario_dir(name)) as server:
+        client = _client(server.url)
+        for n, expected in enumerate(want):
+            stream = await client.chat.completions.create(
+                model="m", messages=GO, stream=True, stream_options={"include_usage": True})
+            chunks = [c.model_dump(exclude_unset=True) async for c in stream]
+            assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] is not None
+            assert all(c["usage"] is None for c in chunks[:-1])
+            assert accumulate(chunks) == expected, f"{name} call {n}"
+        await client.close()
+
+
+async def test_a_throw_with_prefix_streams_the_prefix_then_fails(tmp_path: Path) -> None:
+    prefix = [{"type": "block-start", "index": 0, "blockType": "text"},
+              {"type": "text-delta", "index": 0, "text": "half an ans"}]
+    root = _authored(tmp_path, [{"kind": "throw", "chunks": prefix, "message": "cut off",
+                                 "code": "SERVER"}])
+    async with serve_scenario(root) as server:
+        client = _client(server.url)
+        seen: list[str] = []
+        with pytest.raises(openai.APIError) as caught:
+            stream = await client.chat.completions.create(model="m", messages=GO, stream=True)
+            async for chunk in stream:
+                seen.append(chunk.choices[0].delta.content or "")
+        await client.close()
+        assert "".join(seen) == "half an ans"
+        assert caught.value.body == {"message": "cut off", "code": "SERVER"}
+        assert [r.outcome for r in server.engine.journal()] == ["failed"]
+
+
+@needs_corpus
+async def test_a_throw_without_prefix_is_an_http_error_the_sdk_does_not_retry() -> None:
+    want = expected_calls("error-finish")
+    assert want == [Assembled(error=(401, "AUTH"))]
+    async with serve_scenario(scenario_dir("error-finish")) as server:
+        client = _client(server.url)
+        with pytest.raises(openai.AuthenticationError) as caught:
+            await client.chat.completions.create(model="m", messages=GO, stream=True)
+        await client.close()
+        assert caught.value.code == "AUTH"
+        assert len(server.engine.journal()) == 1
+
+
+def _authored(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
+    from tests.wire.wire_helpers import write_scenario
+
+    return write_scenario(tmp_path / "s", entries)

@@ -6,9 +6,11 @@ library assembled into the same ``Assembled`` shape and compares call by call.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,14 +140,31 @@ def accumulate(chunks: list[dict[str, Any]]) -> Assembled:
 NODE_DIR = Path(__file__).parent / "node"
 
 
+@functools.cache
+def _npm_ci() -> str | None:
+    """Install the pinned openai-node from the lockfile; the problem, or None once installed."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return f"openai-node is not installed and npm is absent: run `npm ci` in {NODE_DIR}"
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+                          capture_output=True, text=True, timeout=100, check=False)
+    if done.returncode != 0 or not (NODE_DIR / "node_modules" / "openai").is_dir():
+        return f"`npm ci` in {NODE_DIR} failed: {done.stderr.strip()[-500:]}"
+    return None
+
+
 def node_or_skip() -> str:
-    """The ``node`` binary with the pinned openai package installed; skip (fail in CI) when absent."""
+    """The ``node`` binary with the pinned openai package installed; skip (fail in CI) when absent.
+
+    The package is installed from the lockfile (``npm ci``) on first use when npm is there, so
+    ``python3 -m pytest`` alone runs these tests on a fresh checkout.
+    """
     node = shutil.which("node")
     problem = None
     if node is None:
         problem = "node is not installed"
     elif not (NODE_DIR / "node_modules" / "openai").is_dir():
-        problem = f"openai-node is not installed: run `npm ci` in {NODE_DIR}"
+        problem = _npm_ci()
     if problem is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{problem} (CI must run the node compatibility tests)")

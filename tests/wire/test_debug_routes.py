@@ -120,7 +120,7 @@ async def test_a_runaway_pattern_fails_its_call_not_the_server(tmp_path: Path) -
     root = write_scenario(tmp_path / "s", [text_entry("{{fromRequest:(a|aa)+$}}"), text_entry("ok")])
     async with serve_scenario(root) as server, httpx.AsyncClient(base_url=server.url) as http:
         slow = await http.post("/v1/chat/completions",
-                               json={"messages": [{"role": "user", "content": "a" * 30 + "!"}]})
+                               json={"messages": [{"role": "user", "content": "a" * 40 + "!"}]})
         fine = await http.post("/v1/chat/completions", json={"messages": []})
     assert slow.status_code == 500
     assert slow.json()["error"]["code"] == "PLACEHOLDER"

@@ -152,9 +152,10 @@ class MessagesStreamEncoder(BlockWalker):
 
     def opening(self) -> bytes:
         """``message_start``, sent as soon as the call is bound."""
-        message: dict[str, Any] = {"id": self.message_id, "type": "message", "role": "assistant",
-                   "model": self.model, "content": [], "stop_reason": None,
-                   "stop_sequence": None, "usage": usage_to_wire(self.usage, output=False)}
+        message: dict[str, Any] = {
+            "id": self.message_id, "type": "message", "role": "assistant", "model": self.model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": usage_to_wire(self.usage, output=False)}
         return _sse(b"message_start", _encode({"type": "message_start", "message": message}))
 
     def encode(self, chunk: dict[str, Any]) -> bytes | None:

@@ -166,6 +166,29 @@ def recorded_blocks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             "usage": usage or {}, "finish": finish}
 
 
+# One call with a signed reasoning block, text and a tool call, on sparse recorded indices.
+SIGNED = {"kind": "chunks", "chunks": [
+    {"type": "block-start", "index": 3, "blockType": "reasoning"},
+    {"type": "reasoning-delta", "index": 3, "text": "Think "},
+    {"type": "reasoning-delta", "index": 3, "text": "twice."},
+    {"type": "block-end", "index": 3,
+     "block": {"type": "reasoning", "text": "Think twice.", "signature": "c2lnbmVk"}},
+    {"type": "block-start", "index": 7, "blockType": "text"},
+    {"type": "text-delta", "index": 7, "text": "Reading "},
+    {"type": "text-delta", "index": 7, "text": "it."},
+    {"type": "block-end", "index": 7, "block": {"type": "text", "text": "Reading it."}},
+    {"type": "block-start", "index": 8, "blockType": "tool-call"},
+    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "argumentsDelta": '{"path"'},
+    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "name": "read",
+     "argumentsDelta": ': "a.txt"}'},
+    {"type": "block-end", "index": 8, "block": {"type": "tool-call", "id": "toolu_1",
+                                                "name": "read", "arguments": '{"path": "a.txt"}'}},
+    {"type": "usage", "usage": {"inputTokens": 12, "outputTokens": 7, "cacheReadTokens": 4,
+                                "reasoningTokens": 3}},
+    {"type": "finish", "reason": {"kind": "tool-calls"}},
+]}
+
+
 def json_object(arguments: str) -> dict[str, Any] | None:
     """The recorded arguments as a JSON object (``{}`` for none), or None when they are not one."""
     if not arguments.strip():

@@ -19,7 +19,7 @@ import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine, SessionScript, ThrowEntry, load_scenario
 from replay_engine.server import ReplayServer
-from tests.compat.codec_harness import codec_app, json_object, recorded_blocks
+from tests.compat.codec_harness import SIGNED, codec_app, json_object, recorded_blocks
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import write_scenario
 
@@ -220,26 +220,6 @@ def _scenario(tmp_path: Path, entries: list[dict[str, Any]]) -> list[SessionScri
     return load_scenario(write_scenario(tmp_path / "scenario", entries)).scripts
 
 
-SIGNED = {"kind": "chunks", "chunks": [
-    {"type": "block-start", "index": 3, "blockType": "reasoning"},
-    {"type": "reasoning-delta", "index": 3, "text": "Think "},
-    {"type": "reasoning-delta", "index": 3, "text": "twice."},
-    {"type": "block-end", "index": 3,
-     "block": {"type": "reasoning", "text": "Think twice.", "signature": "c2lnbmVk"}},
-    {"type": "block-start", "index": 7, "blockType": "text"},
-    {"type": "text-delta", "index": 7, "text": "Reading "},
-    {"type": "text-delta", "index": 7, "text": "it."},
-    {"type": "block-end", "index": 7, "block": {"type": "text", "text": "Reading it."}},
-    {"type": "block-start", "index": 8, "blockType": "tool-call"},
-    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "argumentsDelta": '{"path"'},
-    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "name": "read",
-     "argumentsDelta": ': "a.txt"}'},
-    {"type": "block-end", "index": 8, "block": {"type": "tool-call", "id": "toolu_1",
-                                                "name": "read", "arguments": '{"path": "a.txt"}'}},
-    {"type": "usage", "usage": {"inputTokens": 12, "outputTokens": 7, "cacheReadTokens": 4,
-                                "reasoningTokens": 3}},
-    {"type": "finish", "reason": {"kind": "tool-calls"}},
-]}
 
 
 async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> None:

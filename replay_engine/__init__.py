@@ -15,6 +15,7 @@ from .engine import (
     ReplayEngine,
     RunState,
     diff_scripts,
+    events,
 )
 from .errors import (
     AbortedError,
@@ -97,6 +98,7 @@ __all__ = [
     "derive_replay_script",
     "diff_scripts",
     "entry_to_json",
+    "events",
     "js_string",
     "load_log",
     "load_replay_script",

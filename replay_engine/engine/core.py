@@ -17,18 +17,7 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from . import events as ev
-from .engine_state import (
-    BindingState,
-    CallRecord,
-    Pace,
-    RunState,
-    Status,
-    StepMode,
-    diff_scripts,
-    session_label,
-)
-from .errors import (
+from ..errors import (
     AbortedError,
     InputError,
     NotConsumedError,
@@ -38,7 +27,7 @@ from .errors import (
     ScriptExhaustedError,
     UnrecordedSessionError,
 )
-from .models import (
+from ..models import (
     AnyEntry,
     ChunksEntry,
     HangEntry,
@@ -47,7 +36,18 @@ from .models import (
     ThrowEntry,
     entry_to_json,
 )
-from .placeholders import MARKER, resolve_scripted_entry
+from ..placeholders import MARKER, resolve_scripted_entry
+from . import events as ev
+from .state import (
+    BindingState,
+    CallRecord,
+    Pace,
+    RunState,
+    Status,
+    StepMode,
+    diff_scripts,
+    session_label,
+)
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import InputError
-from .models import SessionScript
+from ..errors import InputError
+from ..models import SessionScript
 
 StepMode = Literal["run", "call", "chunk"]
 Status = Literal["idle", "streaming", "paused", "hanging"]

@@ -1,17 +1,20 @@
 """The replay engine: binds live sessions to scripts and serves their entries (SPEC 5-6).
 
-``core`` holds ``ReplayEngine`` and ``CallHandle``; ``events`` the observer events;
-``state`` the read-only views it hands out (journal records, run state, script diffs).
+``core`` holds ``ReplayEngine``, ``CallHandle`` and the serving loop; ``binding`` claims
+scripts and advances cursors; ``gate`` the step modes, breakpoints and pause / step;
+``pacing`` the delay before each chunk; ``cancel`` cancellation and the cancellable wait;
+``ready`` hang ready files; ``verdict`` the consumed check; ``state`` the run records,
+the journal and the read-only views; ``events`` what observers receive.
 """
 
 from __future__ import annotations
 
 from . import events
 from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
+from .pacing import Pace
 from .state import (
     BindingState,
     CallRecord,
-    Pace,
     RunState,
     Status,
     StepMode,

@@ -18,6 +18,7 @@ from .engine import (
     events,
 )
 from .errors import (
+    UNFINISHED_CALL,
     AbortedError,
     BindingError,
     ConfigError,
@@ -60,6 +61,7 @@ from .scenario import (
 from .sidecar import Sidecar, load_sidecar, parse_sidecar_text, validate_entry, validate_sidecar
 
 __all__ = [
+    "UNFINISHED_CALL",
     "DEFAULT_RUN",
     "AbortedError",
     "BindingError",

@@ -20,7 +20,7 @@ import anyio
 
 from ..errors import (
     AbortedError,
-    InputError,
+    ConfigError,
     NotConsumedError,
     PlaceholderError,
     ReplayError,
@@ -70,9 +70,7 @@ class ReplayEngine:
         ready_dir: str | Path | None = None,
     ) -> None:
         if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
-            raise InputError(
-                f"paceMs must be a non-negative integer, got {pace_ms!r}", code="CONFIG"
-            )
+            raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
         self._scripts: list[SessionScript] = list(scripts)
         self._pace = pace or Pace("fixed", pace_ms)
         self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import InputError
+from ..errors import ConfigError
 
 MAX_RECORDED_GAP_S = 5.0
 """Recorded gaps longer than this are cut to it, so a replay never stalls on a long think."""
@@ -34,13 +34,13 @@ class Pace:
         """Parse ``recorded`` / ``recorded:SPEED`` (as given to ``--pace``)."""
         name, _, speed = text.partition(":")
         if name != "recorded":
-            raise InputError(f"--pace {text!r}: expected recorded or recorded:SPEED", code="CONFIG")
+            raise ConfigError(f"--pace {text!r}: expected recorded or recorded:SPEED")
         try:
             value = float(speed) if speed else 1.0
         except ValueError:
             value = -1
         if not value > 0:
-            raise InputError(f"--pace {text!r}: SPEED must be a positive number", code="CONFIG")
+            raise ConfigError(f"--pace {text!r}: SPEED must be a positive number")
         return Pace("recorded", ms, value)
 
 

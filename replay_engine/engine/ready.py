@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import READY_FILE, InputError
 
 
 def touch_ready_file(ready_dir: Path, name: str) -> Path:
@@ -24,7 +24,7 @@ def touch_ready_file(ready_dir: Path, name: str) -> Path:
                 f"{path}: the hang entry's readyFile already exists and is not empty; it "
                 "is a marker the replay creates empty. Point readyFile at a new path.",
                 file=str(path),
-                code="READY_FILE",
+                code=READY_FILE,
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab"):
@@ -33,6 +33,6 @@ def touch_ready_file(ready_dir: Path, name: str) -> Path:
         raise InputError(
             f"{path}: cannot create the hang entry's readyFile ({exc.strerror}).",
             file=str(path),
-            code="READY_FILE",
+            code=READY_FILE,
         ) from None
     return path

@@ -3,9 +3,9 @@
 One engine serves any number of runs; each run has its own bindings, cursors
 and call journal over the same scripts. Streams are anyio-cancellable, paced,
 and pass through a step gate the debugger (or the control API) drives. This
-module holds the engine and its call handle, and the serving loop; binding,
-the gate, pacing, cancellation, ready files and the consumed check live in
-their own modules beside it.
+module holds the engine and its serving loop; the call handle, binding, the
+gate, pacing, cancellation, ready files and the consumed check live in their
+own modules beside it.
 """
 
 from __future__ import annotations

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from replay_engine import UNFINISHED_CALL
+
 from .screens.override_editor import OverrideEditorScreen
 from .widgets.override_confirm import ConfirmDiscardScreen
 
 if TYPE_CHECKING:
     from .app import ReplayApp
 
-UNFINISHED_CODE = "UNFINISHED_CALL"
+UNFINISHED_CODE = UNFINISHED_CALL
 """The load error the editor can fix: a primary call that never finished while recorded."""
 
 

@@ -15,8 +15,10 @@ from .engine import (
     ReplayEngine,
     RunState,
     diff_scripts,
+    events,
 )
 from .errors import (
+    UNFINISHED_CALL,
     AbortedError,
     BindingError,
     ConfigError,
@@ -59,6 +61,7 @@ from .scenario import (
 from .sidecar import Sidecar, load_sidecar, parse_sidecar_text, validate_entry, validate_sidecar
 
 __all__ = [
+    "UNFINISHED_CALL",
     "DEFAULT_RUN",
     "AbortedError",
     "BindingError",
@@ -97,6 +100,7 @@ __all__ = [
     "derive_replay_script",
     "diff_scripts",
     "entry_to_json",
+    "events",
     "js_string",
     "load_log",
     "load_replay_script",

@@ -16,9 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .authoring_json import EntryProblem, EntryTextError, parse_entry_text
+from .authoring_json import parse_entry_text
 from .derive import load_log
-from .errors import ConfigError, ReplayError, SidecarError
+from .errors import (
+    OVERRIDE_EDIT,
+    SIDECAR_CHANGED,
+    UNDECIDED_CALL,
+    ConfigError,
+    EntryProblem,
+    EntryTextError,
+    ReplayError,
+    SidecarError,
+)
 from .files import Rename, atomic_write, fingerprint
 from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
 from .scenario import Scenario
@@ -39,9 +48,6 @@ __all__ = [
 ]
 
 BACKUP_SUFFIX = ".bak"
-EDIT_CODE = "OVERRIDE_EDIT"
-CHANGED_CODE = "SIDECAR_CHANGED"
-UNDECIDED_CODE = "UNDECIDED_CALL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +137,7 @@ class SavedSidecar:
 
 
 def _edit_error(message: str, path: Path, location: str) -> SidecarError:
-    return SidecarError(f"{path}: {message}", file=str(path), location=location, code=EDIT_CODE)
+    return SidecarError(f"{path}: {message}", file=str(path), location=location, code=OVERRIDE_EDIT)
 
 
 def read_sidecar_file(path: Path) -> tuple[Sidecar | None, str | None]:
@@ -188,7 +194,7 @@ class OverrideDraft:
             raise ConfigError(
                 "this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
                 "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario directory.",
-                code=EDIT_CODE,
+                code=OVERRIDE_EDIT,
             )
         path = Path(config.overrideFile)
         primary = Path(config.file) if config.file else None
@@ -430,7 +436,7 @@ class OverrideDraft:
             "one throw or hang (e.g. dsh-replay override "
             f"SCENARIO --at {first} --throw MESSAGE --code CODE, or --hang), or give it chunks "
             "that end with a finish chunk.",
-            file=str(self.path), location=f"call {first}", code=UNDECIDED_CODE)
+            file=str(self.path), location=f"call {first}", code=UNDECIDED_CALL)
 
     def save(self, *, rename: Rename | None = None) -> SavedSidecar:
         """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits."""
@@ -443,7 +449,7 @@ class OverrideDraft:
             raise SidecarError(
                 f"{self.path}: the file changed on disk since the editor opened it; reopen the "
                 "editor to start from the new content (nothing was written).",
-                file=str(self.path), code=CHANGED_CODE)
+                file=str(self.path), code=SIDECAR_CHANGED)
         backup: Path | None = None
         written = current != digest
         if written:

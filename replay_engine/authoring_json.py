@@ -11,10 +11,9 @@ import json
 import json.decoder
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from .errors import SidecarError
+from .errors import EntryProblem, EntryTextError, SidecarError
 from .models import AnyEntry
 from .sidecar import validate_entry
 
@@ -104,38 +103,6 @@ def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
         if not path:
             return None
         path = path[:-1]
-
-
-@dataclass(frozen=True, slots=True)
-class EntryProblem:
-    """One problem of an entry typed as JSON, with where it is in the text."""
-
-    location: str
-    """JSON location inside the entry, e.g. ``chunks[3].type`` (empty for the whole entry)."""
-    line: int
-    """1-based line in the text."""
-    column: int
-    """1-based column in the text."""
-    message: str
-    """What is wrong."""
-
-
-class EntryTextError(SidecarError):
-    """Entry JSON (editor pane or ``--chunks-file``) that is not JSON or not a valid entry."""
-
-    def __init__(self, source: str, problems: list[EntryProblem]) -> None:
-        lines = [
-            f"{source}:{p.line}:{p.column}: {p.location + ': ' if p.location else ''}{p.message}"
-            for p in problems
-        ]
-        hint = (
-            'Give a list of chunks, or an entry: {"kind":"chunks","chunks":[…]}, '
-            '{"kind":"throw","chunks":[…],"message":…,"code":…} or {"kind":"hang","readyFile"?:…}.'
-        )
-        super().__init__("\n".join(lines) + "\n" + hint, file=source,
-                         line=problems[0].line if problems else None,
-                         location=problems[0].location if problems else None)
-        self.problems = problems
 
 
 def _reject_constant(name: str) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .authoring import OverrideDraft, read_sidecar_file
 from .derive import Deriver, _gc_paused, _Sink, _slow_line
-from .errors import ConfigError, DerivationError, LogParseError
+from .errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError, LogParseError
 from .logs import decode_line, header_from_value
 from .models import AnyEntry, ReplayConfig, ScriptEntry, SessionHeader
 from .scenario import PRIMARY_NAME, config_from_directory, load_scenario
@@ -81,12 +81,12 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
         raise ConfigError(
             "this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
             "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario directory.",
-            code="OVERRIDE_EDIT",
+            code=OVERRIDE_EDIT,
         )
     if not config.file or not Path(config.file).is_file():
         raise ConfigError(
             f"{config.file or PRIMARY_NAME}: the primary session log is missing, so there is no "
-            "recorded call to decide.", file=config.file, code="OVERRIDE_EDIT",
+            "recorded call to decide.", file=config.file, code=OVERRIDE_EDIT,
         )
     path = Path(config.overrideFile)
     sidecar, digest = read_sidecar_file(path)
@@ -118,7 +118,7 @@ def open_draft(directory: str | Path) -> OverrideDraft:
         scenario = load_scenario(root)
     except DerivationError as exc:
         config = config_from_directory(root)
-        if exc.code != "UNFINISHED_CALL" or exc.file is None or config.file is None or (
+        if exc.code != UNFINISHED_CALL or exc.file is None or config.file is None or (
                 Path(exc.file) != Path(config.file)):
             raise
         return open_unfinished_draft(config)

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import httpx
 
-from .errors import ReplayError
+from .errors import ABORTED, BINDING_CODES, ServerUnreachableError
 
 HANG_TIMEOUT_S = 10.0
 """How long to wait for a hang call to be in place, and for its stream to end once cancelled."""
@@ -29,17 +29,8 @@ HANG_TIMEOUT_S = 10.0
 POLL_S = 0.02
 """Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
 
-BINDING_CODES = frozenset({"UNRECORDED_SESSION", "SCRIPT_EXHAUSTED"})
-"""Error codes of calls the server could not bind to a script (SPEC 5)."""
-
 FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 """Recorded finish kinds and the OpenAI ``finish_reason`` the server maps them to (SPEC 8.1)."""
-
-
-class ServerUnreachableError(ReplayError):
-    """The replay server could not be reached, or did not answer like one."""
-
-    code = "SERVER_UNREACHABLE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +278,7 @@ class _Driver:
         finally:
             if not task.done():
                 task.cancel()
-        if got.error_code != "ABORTED":
+        if got.error_code != ABORTED:
             return False, f"cancelled, but the stream ended with {_describe(got)} instead of ABORTED", got
         if not seen:
             return False, (f"cancelled (ABORTED), but readyFile {path} never appeared"

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .errors import DerivationError, LogParseError
+from .errors import UNFINISHED_CALL, DerivationError, LogParseError
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -112,7 +112,7 @@ class Deriver:
                 call_key=key,
                 file=self.file,
                 line=self._last_line,
-                code="UNFINISHED_CALL",
+                code=UNFINISHED_CALL,
             )
         self._add(key, chunks, self._times)
 

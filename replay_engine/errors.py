@@ -9,6 +9,7 @@ JSON location, the call and what to do about it::
     │   ├── LogParseError            LOG_PARSE: a session log line is not valid
     │   ├── DerivationError          DERIVATION / UNFINISHED_CALL: events do not form calls
     │   ├── SidecarError             SIDECAR_INVALID: replay.override.json is invalid
+    │   │   └── EntryTextError       entry JSON typed by a user is not a valid entry
     │   ├── ConfigError              CONFIG: scenario / provider / pace configuration
     │   └── ScenarioNotFoundError    SCENARIO_NOT_FOUND: nothing to load
     ├── BindingError                 a live call could not be bound to a script
@@ -17,12 +18,57 @@ JSON location, the call and what to do about it::
     ├── NotConsumedError             NOT_CONSUMED: assert_consumed() found problems
     ├── ScriptedFailure              the code of a ``throw`` entry (AUTH, SERVER, ...)
     ├── AbortedError                 ABORTED: the call was cancelled
-    └── PlaceholderError             PLACEHOLDER: a {{fromRequest:…}} could not resolve
+    ├── PlaceholderError             PLACEHOLDER: a {{fromRequest:…}} could not resolve
+    ├── BadRequest                   a request the server refuses (400 / 413) before the engine
+    │   └── ClientGone               CLIENT_CLOSED: the client left before its body arrived
+    └── ServerUnreachableError       SERVER_UNREACHABLE: the demo agent found no replay server
+
+Codes raised under more than one class, or checked for elsewhere, are constants here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.responses import JSONResponse
+
+UNFINISHED_CALL = "UNFINISHED_CALL"
+"""DerivationError: a call of the log never finished while it was recorded (SPEC 3)."""
+
+READY_FILE = "READY_FILE"
+"""InputError: a hang entry's readyFile exists with content or cannot be created."""
+
+OVERRIDE_EDIT = "OVERRIDE_EDIT"
+"""An edit of ``replay.override.json`` asked for something the scenario cannot take."""
+
+SIDECAR_CHANGED = "SIDECAR_CHANGED"
+"""``replay.override.json`` changed on disk since the draft being saved was opened."""
+
+UNDECIDED_CALL = "UNDECIDED_CALL"
+"""A draft still holds an unfinished call that has no throw or hang entry."""
+
+INVALID_REQUEST = "INVALID_REQUEST"
+"""BadRequest: a request field has the wrong type or value."""
+
+INVALID_JSON = "INVALID_JSON"
+"""BadRequest: the request body is not JSON."""
+
+BODY_TOO_LARGE = "BODY_TOO_LARGE"
+"""BadRequest (413): the request body exceeds the server's limit."""
+
+CLIENT_CLOSED = "CLIENT_CLOSED"
+"""ClientGone: the client closed the connection before sending its whole body."""
+
+ABORTED = "ABORTED"
+"""AbortedError: the call was cancelled."""
+
+UNRECORDED_SESSION = "UNRECORDED_SESSION"
+SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
+BINDING_CODES = frozenset({UNRECORDED_SESSION, SCRIPT_EXHAUSTED})
+"""Error codes of calls the server could not bind to a script (SPEC 5)."""
 
 
 class ReplayError(Exception):
@@ -90,6 +136,38 @@ class SidecarError(InputError):
     code = "SIDECAR_INVALID"
 
 
+@dataclass(frozen=True, slots=True)
+class EntryProblem:
+    """One problem of an entry typed as JSON, with where it is in the text."""
+
+    location: str
+    """JSON location inside the entry, e.g. ``chunks[3].type`` (empty for the whole entry)."""
+    line: int
+    """1-based line in the text."""
+    column: int
+    """1-based column in the text."""
+    message: str
+    """What is wrong."""
+
+
+class EntryTextError(SidecarError):
+    """Entry JSON (editor pane or ``--chunks-file``) that is not JSON or not a valid entry."""
+
+    def __init__(self, source: str, problems: list[EntryProblem]) -> None:
+        lines = [
+            f"{source}:{p.line}:{p.column}: {p.location + ': ' if p.location else ''}{p.message}"
+            for p in problems
+        ]
+        hint = (
+            'Give a list of chunks, or an entry: {"kind":"chunks","chunks":[…]}, '
+            '{"kind":"throw","chunks":[…],"message":…,"code":…} or {"kind":"hang","readyFile"?:…}.'
+        )
+        super().__init__("\n".join(lines) + "\n" + hint, file=source,
+                         line=problems[0].line if problems else None,
+                         location=problems[0].location if problems else None)
+        self.problems = problems
+
+
 class ConfigError(InputError):
     """Scenario, provider catalog or pacing configuration is invalid."""
 
@@ -109,13 +187,13 @@ class BindingError(ReplayError):
 class UnrecordedSessionError(BindingError):
     """More distinct live sessions called than the scenario recorded."""
 
-    code = "UNRECORDED_SESSION"
+    code = UNRECORDED_SESSION
 
 
 class ScriptExhaustedError(BindingError):
     """A session asked for more model calls than its script holds."""
 
-    code = "SCRIPT_EXHAUSTED"
+    code = SCRIPT_EXHAUSTED
 
 
 class NotConsumedError(ReplayError):
@@ -138,7 +216,7 @@ class ScriptedFailure(ReplayError):
 class AbortedError(ReplayError):
     """The call was cancelled (client gone, debugger, control API)."""
 
-    code = "ABORTED"
+    code = ABORTED
 
     def __init__(self, message: str = "aborted") -> None:
         super().__init__(message)
@@ -148,3 +226,37 @@ class PlaceholderError(ReplayError):
     """A ``{{fromRequest:PATTERN}}`` placeholder could not be resolved."""
 
     code = "PLACEHOLDER"
+
+
+class BadRequest(ReplayError):
+    """A request the server refuses before touching the engine (400 or 413)."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+
+    def response(self, headers: Mapping[str, str] | None = None) -> JSONResponse:
+        """The JSON error answer (with ``headers``, e.g. the no-retry one of model routes)."""
+        from starlette.responses import JSONResponse  # only the server needs Starlette
+
+        body = {"error": {"message": self.message, "type": "invalid_request_error",
+                          "code": self.code}}
+        return JSONResponse(body, status_code=self.status, headers=headers)
+
+
+class ClientGone(BadRequest):
+    """The client closed the connection before its request body arrived: nothing to serve.
+
+    The answer is never delivered (uvicorn drops writes to a closed connection); raising
+    it keeps the route from binding a call and the server from logging a traceback.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(400, "the client closed the connection before sending its whole "
+                         "request body", CLIENT_CLOSED)
+
+
+class ServerUnreachableError(ReplayError):
+    """The replay server could not be reached, or did not answer like one."""
+
+    code = "SERVER_UNREACHABLE"

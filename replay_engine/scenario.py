@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from .derive import LoadedLog, load_log
-from .errors import DerivationError, ReplayError, ScenarioNotFoundError, SidecarError
+from .errors import (
+    UNFINISHED_CALL,
+    DerivationError,
+    ReplayError,
+    ScenarioNotFoundError,
+    SidecarError,
+)
 from .logs import decode_line, header_from_value
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .sidecar import (
@@ -214,7 +220,7 @@ def load_child_log(path: Path) -> LoadedLog:
     try:
         return load_log(path, seed_length=True)
     except DerivationError as exc:
-        if exc.code != "UNFINISHED_CALL":
+        if exc.code != UNFINISHED_CALL:
             raise
         head = exc.message.split(" This scenario needs", 1)[0]
         raise DerivationError(

@@ -62,6 +62,7 @@ def test_error_codes_are_stable_and_distinct() -> None:
         errors.UnrecordedSessionError: "UNRECORDED_SESSION",
         errors.ScriptExhaustedError: "SCRIPT_EXHAUSTED", errors.NotConsumedError: "NOT_CONSUMED",
         errors.AbortedError: "ABORTED", errors.PlaceholderError: "PLACEHOLDER",
+        errors.ServerUnreachableError: "SERVER_UNREACHABLE",
     }
     for cls, code in codes.items():
         assert cls.code == code
@@ -69,3 +70,22 @@ def test_error_codes_are_stable_and_distinct() -> None:
     assert errors.ScriptedFailure("m", "AUTH").code == "AUTH"
     assert issubclass(errors.LogParseError, errors.InputError)
     assert issubclass(errors.ScriptExhaustedError, errors.BindingError)
+    assert errors.ClientGone().code == "CLIENT_CLOSED" and errors.ClientGone().status == 400
+    assert issubclass(errors.ClientGone, errors.BadRequest)
+    assert errors.BINDING_CODES == {errors.UnrecordedSessionError.code,
+                                    errors.ScriptExhaustedError.code}
+
+
+def test_every_error_class_lives_in_errors() -> None:
+    import importlib
+    import inspect
+
+    names = [m.name for m in pkgutil.walk_packages(replay_engine.__path__, "replay_engine.")]
+    assert "replay_engine.engine.core" in names
+    strays = []
+    for name in names:
+        module = importlib.import_module(name)
+        strays += [f"{name}.{cls.__name__}" for cls in vars(module).values()
+                   if inspect.isclass(cls) and issubclass(cls, BaseException)
+                   and cls.__module__ == name and name != "replay_engine.errors"]
+    assert strays == []

@@ -14,7 +14,8 @@ import openai
 import pytest
 
 from replay_engine.cli import main as cli_main
-from replay_engine.demo_agent import ServerUnreachableError, run_demo_agent
+from replay_engine.demo_agent import run_demo_agent
+from replay_engine.errors import ServerUnreachableError
 from replay_engine.server import serve_scenario
 
 pytestmark = pytest.mark.anyio

@@ -1,17 +1,20 @@
-"""Read-only views the engine hands out: pace, journal records, run state, script diffs.
+"""Run state: the records the engine keeps per run and the read-only views it hands out.
 
-Kept apart from the engine so observers and the server can use them without the
-machinery that serves calls.
+``Call``, ``Binding`` and ``Run`` are the engine's own mutable records; ``CallRecord`` is a
+journal entry; ``BindingState`` / ``RunState`` are snapshots for observers and the server;
+``diff_scripts`` says what a reload changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import InputError
-from .models import SessionScript
+import anyio
+
+from ..models import AnyEntry, SessionScript
+from .pacing import Pace
 
 StepMode = Literal["run", "call", "chunk"]
 Status = Literal["idle", "streaming", "paused", "hanging"]
@@ -20,35 +23,6 @@ Status = Literal["idle", "streaming", "paused", "hanging"]
 def session_label(key: str | None) -> str:
     """How a session key reads in messages."""
     return "the anonymous session" if key is None else f"session {key}"
-
-
-@dataclass(frozen=True, slots=True)
-class Pace:
-    """How long to wait before each chunk: a fixed delay, or the recorded gaps scaled."""
-
-    mode: Literal["fixed", "recorded"] = "fixed"
-    ms: int = 0
-    speed: float = 1.0
-
-    def describe(self) -> str:
-        """Short human form: ``burst``, ``20ms`` or ``recorded x2``."""
-        if self.mode == "recorded":
-            return f"recorded x{self.speed:g} (else {self.ms}ms)"
-        return f"{self.ms}ms" if self.ms else "burst"
-
-    @staticmethod
-    def parse(text: str, ms: int = 0) -> Pace:
-        """Parse ``recorded`` / ``recorded:SPEED`` (as given to ``--pace``)."""
-        name, _, speed = text.partition(":")
-        if name != "recorded":
-            raise InputError(f"--pace {text!r}: expected recorded or recorded:SPEED", code="CONFIG")
-        try:
-            value = float(speed) if speed else 1.0
-        except ValueError:
-            value = -1
-        if not value > 0:
-            raise InputError(f"--pace {text!r}: SPEED must be a positive number", code="CONFIG")
-        return Pace("recorded", ms, value)
 
 
 @dataclass(slots=True)
@@ -90,6 +64,60 @@ class CallRecord:
             "chunksServed": self.chunks_served,
             "retry": self.retry,
         }
+
+
+class Call:
+    """An in-flight call: its entry, cancellation and step-gate state."""
+
+    __slots__ = (
+        "id", "run", "key", "script_index", "call_index", "entry", "times", "record",
+        "cancelled", "wake", "budget", "status", "served", "ready_file", "run_to_end",
+    )
+
+    def __init__(
+        self, call_id: int, run: str, key: str | None, script_index: int, call_index: int,
+        entry: AnyEntry, times: Any, record: CallRecord,
+    ) -> None:
+        self.id = call_id
+        self.run = run
+        self.key = key
+        self.script_index = script_index
+        self.call_index = call_index
+        self.entry = entry
+        self.times = times
+        self.record = record
+        self.cancelled = False
+        self.wake = anyio.Event()
+        self.budget: int | None = None
+        self.status: Status = "streaming"
+        self.served = 0
+        self.ready_file: str | None = None
+        self.run_to_end = False
+
+
+@dataclass(slots=True)
+class Binding:
+    """A live session key bound to a script: where its cursor is and its call in flight."""
+
+    key: str | None
+    script_index: int
+    cursor: int = 0
+    call: Call | None = None
+
+
+@dataclass(slots=True)
+class Run:
+    """One run's bindings, how many scripts it claimed, and its call journal."""
+
+    name: str
+    bindings: dict[str | None, Binding] = field(default_factory=dict)
+    claimed: int = 0
+    journal: list[CallRecord] = field(default_factory=list)
+
+
+def script_length(scripts: Sequence[SessionScript], index: int) -> int:
+    """How many calls script ``index`` holds (0 when a reload removed it)."""
+    return len(scripts[index].entries) if index < len(scripts) else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +168,27 @@ class RunState:
             "mode": self.mode,
             "pace": self.pace.describe(),
         }
+
+
+def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: StepMode,
+             pace: Pace) -> RunState:
+    """The read-only view of ``run``: each binding's cursor and in-flight call."""
+    out: list[BindingState] = []
+    for b in run.bindings.values():
+        call = b.call
+        out.append(
+            BindingState(
+                session=b.key,
+                script_index=b.script_index,
+                cursor=b.cursor,
+                length=script_length(scripts, b.script_index),
+                status=call.status if call is not None else "idle",
+                call_index=call.call_index if call is not None else None,
+                chunks_served=call.served if call is not None else 0,
+                ready_file=call.ready_file if call is not None else None,
+            )
+        )
+    return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace)
 
 
 def diff_scripts(old: Sequence[SessionScript], new: Sequence[SessionScript]) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Events the engine emits to observers (the debugger, loggers, tests).
+"""Events the engine emits to observers (the debugger, loggers, tests), and their hub.
 
 Observers receive these synchronously, in order, on the event loop that runs
 the engine; they must not block. Every event names its run.
@@ -6,8 +6,12 @@ the engine; they must not block. Every event names its run.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,3 +144,39 @@ class SettingsChanged(EngineEvent):
     """Pace, step mode or breakpoints changed."""
 
     settings: dict[str, Any] = field(default_factory=dict)
+
+
+Observer = Callable[[EngineEvent], None]
+
+
+class EventHub:
+    """The engine's observers: those that want every chunk and those that want calls only."""
+
+    __slots__ = ("call_observers", "chunk_observers")
+
+    def __init__(self) -> None:
+        self.chunk_observers: list[Observer] = []
+        self.call_observers: list[Observer] = []
+
+    def subscribe(self, callback: Observer, *, chunks: bool = True) -> Callable[[], None]:
+        """Add ``callback``; returns a function that removes it."""
+        target = self.chunk_observers if chunks else self.call_observers
+        target.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in target:
+                target.remove(callback)
+
+        return unsubscribe
+
+    def emit(self, event: EngineEvent) -> None:
+        """Deliver ``event`` to every observer."""
+        self.deliver([*self.chunk_observers, *self.call_observers], event)
+
+    def deliver(self, callbacks: list[Observer], event: EngineEvent) -> None:
+        """Call each of ``callbacks`` with ``event``; an observer that raises is logged, not fatal."""
+        for callback in callbacks:
+            try:
+                callback(event)
+            except Exception:  # an observer's bug must not break a stream
+                log.exception("replay observer %r failed on %r", callback, event)

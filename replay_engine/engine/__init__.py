@@ -1,0 +1,41 @@
+"""The replay engine: binds live sessions to scripts and serves their entries (SPEC 5-6).
+
+``core`` holds ``ReplayEngine`` and the serving loop; ``handle`` the ``CallHandle`` a
+server gets per call; ``binding`` claims scripts and advances cursors; ``gate`` the step
+modes, breakpoints and pause / step; ``pacing`` the delay before each chunk; ``cancel``
+cancellation and the cancellable wait; ``ready`` hang ready files; ``verdict`` the consumed
+check; ``state`` the run records, the journal and the read-only views; ``events`` what
+observers receive and the hub that delivers it.
+"""
+
+from __future__ import annotations
+
+from . import events
+from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
+from .pacing import Pace
+from .state import (
+    BindingState,
+    CallRecord,
+    RunState,
+    Status,
+    StepMode,
+    diff_scripts,
+    session_label,
+)
+
+__all__ = [
+    "DEFAULT_RUN",
+    "HANG_PREFIX",
+    "BindingState",
+    "CallHandle",
+    "CallRecord",
+    "Observer",
+    "Pace",
+    "ReplayEngine",
+    "RunState",
+    "Status",
+    "StepMode",
+    "diff_scripts",
+    "events",
+    "session_label",
+]

@@ -1,0 +1,405 @@
+"""The replay engine: binds live sessions to scripts and streams their entries (SPEC 5-6).
+
+One engine serves any number of runs; each run has its own bindings, cursors
+and call journal over the same scripts. Streams are anyio-cancellable, paced,
+and pass through a step gate the debugger (or the control API) drives. This
+module holds the engine and its serving loop; the call handle, binding, the
+gate, pacing, cancellation, ready files and the consumed check live in their
+own modules beside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from ..errors import (
+    AbortedError,
+    ConfigError,
+    NotConsumedError,
+    PlaceholderError,
+    ReplayError,
+    ScriptedFailure,
+)
+from ..models import ChunksEntry, HangEntry, SessionScript, ThrowEntry
+from ..placeholders import resolve_scripted_entry
+from . import events as ev
+from .binding import PlaceholderScan, bind_call
+from .cancel import calls_to_cancel, cancel_call, wait
+from .events import Observer
+from .gate import StepGate, StepHow, pause, release
+from .handle import CallHandle
+from .pacing import Pace, chunk_delay
+from .ready import touch_ready_file
+from .state import (
+    Call,
+    CallRecord,
+    Run,
+    RunState,
+    StepMode,
+    diff_scripts,
+    session_label,
+    snapshot,
+)
+from .verdict import consumed_problems
+
+__all__ = ["DEFAULT_RUN", "HANG_PREFIX", "CallHandle", "Observer", "ReplayEngine"]
+
+DEFAULT_RUN = "default"
+HANG_PREFIX: tuple[dict[str, Any], ...] = (
+    {"type": "block-start", "index": 0, "blockType": "text"},
+    {"type": "text-delta", "index": 0, "text": "partial"},
+)
+Outcome = Literal["finished", "failed", "cancelled"]
+
+
+class ReplayEngine:
+    """Serves scripts to live sessions, per run, with observers, pacing and a step gate."""
+
+    def __init__(
+        self,
+        scripts: Sequence[SessionScript],
+        pace_ms: int = 0,
+        *,
+        pace: Pace | None = None,
+        ready_dir: str | Path | None = None,
+    ) -> None:
+        if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
+            raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
+        self._scripts: list[SessionScript] = list(scripts)
+        self._pace = pace or Pace("fixed", pace_ms)
+        self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
+        self._runs: dict[str, Run] = {}
+        self._hub = ev.EventHub()
+        self._emit = self._hub.emit
+        self._ids = itertools.count(1)
+        self._gate = StepGate()
+        self._calls: dict[int, Call] = {}
+        self._scan = PlaceholderScan()
+
+    # -- observation -------------------------------------------------------------------
+
+    def subscribe(self, callback: Observer, *, chunks: bool = True) -> Callable[[], None]:
+        """Call ``callback`` with every event; returns a function that unsubscribes.
+
+        ``chunks=False`` skips the per-chunk ``ChunkServed`` events: streams stay cheaper
+        when no observer needs them.
+        """
+        return self._hub.subscribe(callback, chunks=chunks)
+
+    @property
+    def scripts(self) -> list[SessionScript]:
+        """The scripts being served (read-only by convention)."""
+        return list(self._scripts)
+
+    @property
+    def pace(self) -> Pace:
+        """The current pace."""
+        return self._pace
+
+    @property
+    def mode(self) -> StepMode:
+        """The current step mode."""
+        return self._gate.mode
+
+    @property
+    def breakpoints(self) -> frozenset[tuple[int, int]]:
+        """(script index, call index) pairs the gate stops at."""
+        return frozenset(self._gate.breakpoints)
+
+    def runs(self) -> list[str]:
+        """Names of the runs seen so far."""
+        return list(self._runs)
+
+    def _run(self, name: str) -> Run:
+        run = self._runs.get(name)
+        if run is None:
+            run = self._runs[name] = Run(name)
+        return run
+
+    def state(self, run: str = DEFAULT_RUN) -> RunState:
+        """A read-only snapshot of a run's bindings."""
+        return snapshot(self._run(run), self._scripts, not self.consumed_problems(run),
+                        self._gate.mode, self._pace)
+
+    def journal(self, run: str = DEFAULT_RUN) -> list[CallRecord]:
+        """Every call of the run so far, oldest first."""
+        return list(self._run(run).journal)
+
+    # -- binding -----------------------------------------------------------------------
+
+    def open_call(
+        self,
+        session_id: str | None,
+        messages: Any = None,
+        *,
+        run: str = DEFAULT_RUN,
+        model: str | None = None,
+        retry: bool = False,
+    ) -> CallHandle:
+        """Bind one model call now (claim or advance); raises binding errors immediately.
+
+        ``retry`` marks a client library's retry of an earlier request (journal and events).
+        """
+        call = self._bind_call(session_id, messages, run, model, retry)
+        try:
+            call.entry = self._scan.resolve(call.entry, messages)
+        except ReplayError as exc:
+            self._open_failed(call, exc)
+            raise
+        return self._armed(call)
+
+    async def open_call_async(
+        self,
+        session_id: str | None,
+        messages: Any = None,
+        *,
+        run: str = DEFAULT_RUN,
+        model: str | None = None,
+        retry: bool = False,
+    ) -> CallHandle:
+        """``open_call`` that evaluates ``fromRequest`` patterns in a worker thread.
+
+        Binding still happens at once; a slow pattern (up to its timeout) then holds only
+        this call instead of every stream on the event loop.
+        """
+        call = self._bind_call(session_id, messages, run, model, retry)
+        entry = call.entry
+        try:
+            if self._scan.needs_resolving(entry):
+                call.entry = await anyio.to_thread.run_sync(resolve_scripted_entry, entry, messages)
+        except ReplayError as exc:
+            self._open_failed(call, exc)
+            raise
+        except BaseException:
+            self._end(call, "cancelled", AbortedError())
+            raise
+        return self._armed(call)
+
+    def _open_failed(self, call: Call, exc: ReplayError) -> None:
+        if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
+            exc.message += (f" [{session_label(call.key)}, script {call.script_index}, "
+                            f"call {call.call_index}, run {call.run}]")
+        self._end(call, "failed", exc)
+
+    def _armed(self, call: Call) -> CallHandle:
+        self._gate.arm(call)
+        return CallHandle(self, call)
+
+    def _bind_call(self, session_id: str | None, messages: Any, run: str,
+                   model: str | None, retry: bool = False) -> Call:
+        return bind_call(self._run(run), self._scripts, session_id, messages, model,
+                         ids=self._ids, calls=self._calls, emit=self._emit, retry=retry)
+
+    def prepare(self) -> None:
+        """Scan every entry for placeholders now, so that no first call pays for the scan."""
+        self._scan.prepare(self._scripts)
+
+    async def stream(
+        self,
+        session_id: str | None,
+        messages: Any = None,
+        *,
+        run: str = DEFAULT_RUN,
+        model: str | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Bind and serve one call: yields its chunks, raises typed errors."""
+        handle = self.open_call(session_id, messages, run=run, model=model)
+        async for chunk in handle.chunks():
+            yield chunk
+
+    # -- serving -----------------------------------------------------------------------
+
+    def _end(self, call: Call, outcome: Outcome, exc: ReplayError | None = None) -> None:
+        if call.record.outcome != "streaming":
+            return
+        rec = call.record
+        rec.outcome = outcome
+        rec.ended_at = time.time()
+        rec.chunks_served = call.served
+        if exc is not None:
+            rec.code, rec.message = exc.code, exc.message
+        call.status = "idle"
+        self._calls.pop(call.id, None)
+        binding = self._runs[call.run].bindings.get(call.key)
+        if binding is not None and binding.call is call:
+            binding.call = None
+        args = (call.run, call.key, call.script_index, call.call_index, call.id)
+        if outcome == "finished":
+            self._emit(ev.CallFinished(*args, call.served))
+        elif outcome == "cancelled":
+            self._emit(ev.CallCancelled(*args))
+        else:
+            assert exc is not None
+            self._emit(ev.CallFailed(*args, exc.code, exc.message))
+
+    def _next_is_immediate(self, call: Call) -> bool:
+        mode = self._gate.mode
+        if call.budget is None and mode == "run" and not self._pace.ms and (
+                self._pace.mode == "fixed" and not isinstance(call.entry, HangEntry)):
+            return True  # the common burst case, checked per chunk
+        if call.cancelled:
+            return True
+        if isinstance(call.entry, HangEntry):
+            return call.served < len(HANG_PREFIX)
+        if (call.budget == 0 or mode == "chunk") and not call.run_to_end:
+            return False
+        return chunk_delay(self._pace, call.times, call.served) <= 0.0
+
+    async def _serve(self, call: Call) -> AsyncIterator[dict[str, Any]]:
+        entry = call.entry
+        gate = self._gate
+        hub = self._hub
+        outcome: Outcome = "cancelled"
+        error: ReplayError | None = None
+        try:
+            if isinstance(entry, HangEntry):
+                chunks: Sequence[dict[str, Any]] = HANG_PREFIX
+                paced = False
+            else:
+                assert isinstance(entry, ChunksEntry | ThrowEntry)
+                chunks = entry.chunks
+                paced = True
+            for index, chunk in enumerate(chunks):
+                # Hot loop: only await the gate / the pace when they can hold the chunk.
+                if call.budget == 0 and not call.run_to_end:
+                    await gate.hold(call, self._emit)
+                if paced:
+                    delay = chunk_delay(self._pace, call.times, index)
+                    if delay > 0:
+                        await wait(call, delay)
+                if call.cancelled:
+                    raise AbortedError()
+                call.served += 1
+                if call.budget is not None and not call.run_to_end:
+                    call.budget = max(call.budget - 1, 0)
+                if gate.mode == "chunk" and not call.run_to_end:
+                    call.budget = 0
+                if hub.chunk_observers:
+                    hub.deliver(list(hub.chunk_observers), ev.ChunkServed(
+                        call.run, call.key, call.script_index, call.call_index, call.id, index))
+                yield chunk
+            if isinstance(entry, ThrowEntry):
+                if not entry.chunks:
+                    await gate.hold(call, self._emit)
+                if call.cancelled:
+                    raise AbortedError()
+                raise ScriptedFailure(entry.message, entry.code)
+            if isinstance(entry, HangEntry):
+                if entry.readyFile is not None:
+                    call.ready_file = str(touch_ready_file(self.ready_dir, entry.readyFile))
+                call.status = "hanging"
+                self._emit(ev.HangWaiting(call.run, call.key, call.script_index, call.call_index,
+                                          call.id, call.ready_file))
+                while True:
+                    await wait(call, None)
+            outcome = "finished"
+        except AbortedError as exc:
+            outcome, error = "cancelled", exc
+            raise
+        except ReplayError as exc:
+            outcome, error = "failed", exc
+            raise
+        finally:
+            self._end(call, outcome, error)
+
+    # -- control -----------------------------------------------------------------------
+
+    def cancel(self, session_id: str | None = None, *, run: str = DEFAULT_RUN,
+               all_hanging: bool = False) -> int:
+        """Cancel one session's in-flight call, or (``all_hanging``) every hanging call."""
+        calls = calls_to_cancel(self._run(run), session_id, all_hanging)
+        for call in calls:
+            cancel_call(call)
+        return len(calls)
+
+    def cancel_all(self) -> int:
+        """Cancel every in-flight call of every run (server shutdown)."""
+        calls = list(self._calls.values())
+        for call in calls:
+            cancel_call(call)
+        return len(calls)
+
+    def set_pace(self, pace: Pace) -> None:
+        """Change the pace; streams in flight pick it up at their next chunk."""
+        self._pace = pace
+        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+
+    def set_mode(self, mode: StepMode) -> None:
+        """Change the step mode; ``run`` releases every paused call."""
+        self._gate.set_mode(mode, list(self._calls.values()))
+        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+
+    def toggle_breakpoint(self, script_index: int, call_index: int) -> bool:
+        """Add or remove a breakpoint; returns whether it is now set."""
+        now_set = self._gate.toggle(script_index, call_index)
+        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+        return now_set
+
+    def _settings(self) -> dict[str, Any]:
+        return self._gate.settings(self._pace)
+
+    def _find(self, run: str, session_id: str | None) -> Call | None:
+        binding = self._run(run).bindings.get(session_id)
+        return binding.call if binding is not None else None
+
+    def pause(self, session_id: str | None, *, run: str = DEFAULT_RUN) -> bool:
+        """Hold the session's in-flight call before its next chunk."""
+        call = self._find(run, session_id)
+        if call is None:
+            return False
+        pause(call)
+        return True
+
+    def step(self, session_id: str | None, *, run: str = DEFAULT_RUN,
+             how: StepHow = "chunk") -> bool:
+        """Release a paused call: one chunk, to the end of the call, or ``continue`` (mode run)."""
+        call = self._find(run, session_id)
+        if call is None:
+            return False
+        release(call, how)
+        if how == "continue" and self._gate.mode != "run":
+            self.set_mode("run")
+        self._emit(ev.CallResumed(run, session_id, call.id))
+        call.wake.set()
+        return True
+
+    def paused_sessions(self, run: str = DEFAULT_RUN) -> list[str | None]:
+        """Sessions whose call is held by the gate."""
+        return [b.key for b in self._run(run).bindings.values()
+                if b.call is not None and b.call.status == "paused"]
+
+    def reset(self, run: str = DEFAULT_RUN) -> None:
+        """Forget the run's bindings and cursors (in-flight calls are cancelled)."""
+        r = self._run(run)
+        for binding in r.bindings.values():
+            if binding.call is not None:
+                cancel_call(binding.call)
+        r.bindings.clear()
+        r.claimed = 0
+        self._emit(ev.RunReset(run))
+
+    def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
+        """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""
+        old = self._scripts
+        self._scripts = list(scripts)
+        self._scan.clear()
+        changes = diff_scripts(old, self._scripts)
+        for name in list(self._runs) or [DEFAULT_RUN]:
+            self._emit(ev.ScriptsReloaded(name, changes))
+        return changes
+
+    def consumed_problems(self, run: str = DEFAULT_RUN) -> list[str]:
+        """Every reason the run is not consumed (section 5 wording); empty when it is."""
+        return consumed_problems(self._scripts, self._run(run))
+
+    def assert_consumed(self, run: str = DEFAULT_RUN) -> None:
+        """Raise NotConsumedError listing every problem unless the run drained every script."""
+        problems = self.consumed_problems(run)
+        if problems:
+            raise NotConsumedError(problems)

@@ -1,0 +1,86 @@
+"""The step gate: step modes, breakpoints, and pausing / stepping a call between chunks.
+
+The debugger and the control API drive it. A call's ``budget`` says how many chunks it may
+still serve (None: no limit, 0: held); ``run_to_end`` lets one call finish whatever the mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import anyio
+
+from . import events as ev
+from .cancel import wait
+from .pacing import Pace
+from .state import Call, StepMode
+
+StepHow = Literal["chunk", "call", "continue"]
+
+
+class StepGate:
+    """The current step mode and breakpoints, and the hold they put on calls."""
+
+    __slots__ = ("breakpoints", "mode")
+
+    def __init__(self) -> None:
+        self.mode: StepMode = "run"
+        self.breakpoints: set[tuple[int, int]] = set()
+
+    def arm(self, call: Call) -> None:
+        """Hold a new call before its first chunk when stepping or at a breakpoint."""
+        if self.mode != "run" or (call.script_index, call.call_index) in self.breakpoints:
+            call.budget = 0
+
+    def set_mode(self, mode: StepMode, calls: Iterable[Call]) -> None:
+        """Change the mode; ``run`` releases every held call among ``calls``."""
+        self.mode = mode
+        if mode == "run":
+            for call in calls:
+                if call.status == "paused" or call.budget == 0:
+                    call.budget = None
+                    call.wake.set()
+
+    def toggle(self, script_index: int, call_index: int) -> bool:
+        """Add or remove a breakpoint; returns whether it is now set."""
+        key = (script_index, call_index)
+        if key in self.breakpoints:
+            self.breakpoints.discard(key)
+        else:
+            self.breakpoints.add(key)
+        return key in self.breakpoints
+
+    def settings(self, pace: Pace) -> dict[str, Any]:
+        """What ``SettingsChanged`` reports: mode, pace and breakpoints."""
+        return {
+            "mode": self.mode,
+            "pace": pace.describe(),
+            "breakpoints": sorted(self.breakpoints),
+        }
+
+    async def hold(self, call: Call, emit: Callable[[ev.EngineEvent], None]) -> None:
+        """Wait while the call has no budget left, reporting it paused."""
+        while call.budget == 0 and not call.run_to_end:
+            call.status = "paused"
+            call.wake = anyio.Event()
+            emit(ev.CallPaused(call.run, call.key, call.script_index, call.call_index,
+                               call.id, call.served))
+            await wait(call, None)
+            call.wake = anyio.Event()
+        call.status = "streaming"
+
+
+def pause(call: Call) -> None:
+    """Hold the call before its next chunk."""
+    call.budget = 0
+    call.run_to_end = False
+
+
+def release(call: Call, how: StepHow) -> None:
+    """Give a held call one chunk (``chunk``) or the rest of its chunks (``call``, ``continue``)."""
+    if how == "chunk":
+        call.budget = 1
+    else:
+        call.budget = None
+        call.run_to_end = True

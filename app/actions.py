@@ -3,13 +3,11 @@ the demo agent (the override editor is in ``editing``). Each calls public engine
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-from replay_engine.engine import Pace
-from replay_engine.errors import ReplayError
+from replay_engine import Pace, ReplayError, verdict_text
 
-from .screens.verdict import VerdictScreen, verdict_text
+from .screens.verdict import VerdictScreen
 
 if TYPE_CHECKING:
     from .app import ReplayApp
@@ -116,12 +114,12 @@ class DebuggerActions:
             self.notify("The demo agent is already running.", severity="warning")
             return
         try:
-            module = importlib.import_module("replay_engine.demo_agent")
-        except ModuleNotFoundError:
+            from replay_engine import run_demo_agent
+        except ImportError:
             self.notify("The demo agent is not available in this installation.", severity="error")
             return
         self._demo_running = True
-        self.run_worker(self._demo(module.run_demo_agent), group="demo")
+        self.run_worker(self._demo(run_demo_agent), group="demo")
 
     async def _demo(self: ReplayApp, run_demo_agent: Any) -> None:
         self.log_in_order(f"demo agent started against {self.url_label}")

@@ -22,14 +22,21 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer
 
+from replay_engine import (
+    DEFAULT_RUN,
+    EXIT_NOT_CONSUMED,
+    CallRecord,
+    Pace,
+    ProviderConfig,
+    ReplayEngine,
+    ReplayError,
+    ReplayServer,
+    Scenario,
+    atomic_write,
+    is_loopback,
+)
 from replay_engine import events as ev
-from replay_engine.cli_serve import EXIT_NOT_CONSUMED, write_atomic
-from replay_engine.cli_serve import verdict as serve_verdict
-from replay_engine.engine import DEFAULT_RUN, CallRecord, Pace, ReplayEngine
-from replay_engine.errors import ReplayError
-from replay_engine.models import ProviderConfig
-from replay_engine.scenario import Scenario
-from replay_engine.server import ReplayServer, is_loopback
+from replay_engine import verdict as serve_verdict
 
 from .actions import DebuggerActions
 from .editing import EditorActions
@@ -218,7 +225,7 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
 
     async def _write_url_file(self, path: Path) -> None:
         try:
-            await asyncio.to_thread(write_atomic, path, f"{self.url}\n")
+            await asyncio.to_thread(atomic_write, path, f"{self.url}\n".encode())
         except OSError as exc:
             self.banner.show_error(f"Cannot write the URL file {path}",
                                    f"{exc.strerror or exc}; the server runs on {self.url}. Check "

@@ -7,10 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine.authoring import fingerprint
-from replay_engine.errors import InputError, ReplayError
-from replay_engine.scenario import Scenario, load_scenario
-from replay_engine.sidecar import SIDECAR_NAME
+from replay_engine import SIDECAR_NAME, InputError, ReplayError, Scenario, fingerprint, load_scenario
 
 from .editing import UNFINISHED_CODE
 from .reload import describe_changes, watch_scenario

@@ -20,12 +20,21 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
-from replay_engine.authoring_unfinished import open_draft
-from replay_engine.errors import InputError, ReplayError, SidecarError
-from replay_engine.files import Rename
-from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
-from replay_engine.scenario import Scenario
+from replay_engine import (
+    AnyEntry,
+    ChunksEntry,
+    EntryTextError,
+    InputError,
+    OverrideDraft,
+    Rename,
+    ReplayError,
+    SavedSidecar,
+    Scenario,
+    SidecarError,
+    entry_to_json,
+    open_draft,
+    parse_entry_text,
+)
 
 from ..widgets.override_confirm import ConfirmDiscardScreen
 from ..widgets.override_preview import OverridePreview

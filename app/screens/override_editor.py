@@ -36,8 +36,8 @@ from replay_engine import (
     parse_entry_text,
 )
 
-from ..widgets.override_confirm import ConfirmDiscardScreen
 from ..widgets.override_preview import OverridePreview
+from .override_confirm import ConfirmDiscardScreen
 
 CHILD_NOTE = (
     "Override sidecars (replay.override.json) apply to the primary session only; a child "

@@ -16,7 +16,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from replay_engine import CallRecord, SessionScript
 
-from ..callview import (
+from ..headless.callview import (
     ContextItem,
     assemble,
     context_range,

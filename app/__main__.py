@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine.cli_serve import load_serve_config
-from replay_engine.engine import Pace
-from replay_engine.errors import ReplayError
+from replay_engine import Pace, ReplayError, load_serve_config
 
 if TYPE_CHECKING:
     from .app import AppOptions

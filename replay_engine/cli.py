@@ -12,11 +12,10 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from .derive import load_log
 from .errors import ReplayError
-from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+from .presentation import summarize_entry
 from .scenario import (
     Scenario,
     config_from_directory,
@@ -36,54 +35,6 @@ SUBCOMMAND_MODULES = (
     "replay_engine.cli_override",
     "replay_engine.demo_agent",
 )
-
-
-def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
-    """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""
-    entry = item.entry
-    chunks = entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else []
-    finish: str | None = None
-    text: list[str] = []
-    tools: dict[tuple[Any, Any], str] = {}
-    for chunk in chunks:
-        kind = chunk.get("type")
-        if kind == "text-delta" and isinstance(chunk.get("text"), str):
-            text.append(chunk["text"])
-        elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str):
-            # A name repeated on every delta of one tool block names one call.
-            tools.setdefault((chunk.get("index"), chunk.get("id")), chunk["name"])
-        elif kind == "block-end":
-            block = chunk.get("block")
-            if isinstance(block, dict) and not text and block.get("type") == "text":
-                if isinstance(block.get("text"), str):
-                    text.append(block["text"])
-        elif kind == "finish":
-            reason = chunk.get("reason")
-            if isinstance(reason, dict):
-                finish = str(reason.get("kind"))
-                if reason.get("kind") == "error" and reason.get("code"):
-                    finish += f" ({reason.get('code')})"
-    parts: list[str] = []
-    joined = " ".join("".join(text).split())
-    if joined:
-        parts.append(joined if len(joined) <= width else joined[: width - 1] + "…")
-    if tools:
-        parts.append("tools: " + ", ".join(tools.values()))
-    if isinstance(entry, ThrowEntry):
-        parts.append(f"throws {entry.code}: {entry.message}")
-        finish = finish or f"throw {entry.code}"
-    if isinstance(entry, HangEntry):
-        parts.append("hangs until cancelled" + (f" (readyFile {entry.readyFile})"
-                                                  if entry.readyFile else ""))
-        finish = "hang"
-    return {
-        "kind": entry.kind,
-        "origin": item.origin,
-        "chunks": len(chunks),
-        "finish": finish,
-        "summary": "; ".join(parts),
-        "callKey": item.call_key,
-    }
 
 
 def _number(value: float) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 
 from .authoring import EntryComparison, OverrideDraft, SavedSidecar
 from .authoring_unfinished import open_draft
-from .cli import summarize_entry
 from .errors import InputError
+from .presentation import summarize_entry
 
 _USAGE = (
     "dsh-replay override SCENARIO (--at N [--at N…] | --append) "

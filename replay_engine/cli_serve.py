@@ -10,25 +10,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import signal
 import sys
-import tomllib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pydantic
-
 from . import events as ev
+from .config import load_serve_config
 from .engine import DEFAULT_RUN, Pace, ReplayEngine
 from .errors import ConfigError
 from .files import atomic_write
 from .models import ReplayConfig
+from .presentation import EXIT_NOT_CONSUMED, verdict
 from .scenario import Scenario, load_scenario
 from .server import ReplayServer, is_loopback
 
-EXIT_NOT_CONSUMED = 3
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
 DEFAULT_PORT = 8765
@@ -60,60 +56,6 @@ def register(subparsers: Any) -> None:
                    help="let client SDKs retry error answers as with a real provider (by default "
                    "errors carry x-should-retry: false, so a retry cannot consume the next call)")
     p.set_defaults(handler=run_serve)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
-
-
-def load_serve_config(path: str | Path) -> ReplayConfig:
-    """Read and validate a ``--config`` file (TOML, or JSON when it ends in .json)."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read the config file ({exc.strerror}).",
-                          file=file) from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{file}: the config file is not UTF-8 text.", file=file) from None
-    data: Any
-    if file.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
-                              f"({exc.msg}).", file=file, line=exc.lineno) from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
-                              file=file) from None
-    try:
-        config = ReplayConfig.model_validate(data)
-    except pydantic.ValidationError as exc:
-        problems = [f"{_location(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"{file}: invalid config: " + "; ".join(problems)
-            + ". Expected keys: providers (a list of {id, name?, models?}) and paceMs.",
-            file=file, location=_location(tuple(first["loc"])),
-        ) from None
-    named = [k for k in ("file", "overrideFile", "childFiles")
-             if k in (data if isinstance(data, dict) else {})]
-    if named:
-        raise ConfigError(
-            f"{file}: {', '.join(named)}: serve takes the scenario from its SCENARIO argument; "
-            "remove these keys from the config file.", file=file, location=named[0])
-    return config
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` as UTF-8 atomically (temp file beside ``path``, fsync, rename)."""
-    atomic_write(path, text.encode("utf-8"))
 
 
 def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
@@ -163,23 +105,6 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
     return log
 
 
-def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
-    """Assert-consumed over every run that bound a session (the default run when none did)."""
-    runs = [r for r in engine.runs() if engine.state(r).bindings] or [DEFAULT_RUN]
-    lines: list[str] = []
-    ok = True
-    for run in runs:
-        problems = engine.consumed_problems(run)
-        label = f"run {run}"
-        if problems:
-            ok = False
-            lines.append(f"replay NOT consumed ({label}):")
-            lines.extend(f"  - {p}" for p in problems)
-        else:
-            lines.append(f"replay consumed ({label})")
-    return ok, lines
-
-
 async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
                  config: ReplayConfig | None) -> int:
     engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir)
@@ -205,7 +130,7 @@ async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
         loop.add_signal_handler(sig, stop.set)
     try:
         if args.url_file:
-            write_atomic(args.url_file, url + "\n")
+            atomic_write(args.url_file, (url + "\n").encode("utf-8"))
         print(url, flush=True)
         await stop.wait()
     finally:

@@ -1,1 +1,2 @@
-"""Screens of the debugger."""
+"""Screens of the debugger: the main screen with its stepping keys, the override editor and the
+modals over them (verdict, discard question)."""

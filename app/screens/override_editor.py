@@ -10,7 +10,7 @@ watcher can recognise its own write), False when closed without saving.
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -20,38 +20,25 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from replay_engine.authoring import EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
-from replay_engine.authoring_unfinished import open_draft
-from replay_engine.errors import InputError, ReplayError, SidecarError
-from replay_engine.files import Rename
-from replay_engine.models import AnyEntry, ChunksEntry, entry_to_json
-from replay_engine.scenario import Scenario
-
-from ..widgets.override_confirm import ConfirmDiscardScreen
-from ..widgets.override_preview import OverridePreview
-
-CHILD_NOTE = (
-    "Override sidecars (replay.override.json) apply to the primary session only; a child "
-    "script is always served exactly as recorded. Select a call of the primary script to edit it."
+from replay_engine import (
+    AnyEntry,
+    EntryTextError,
+    InputError,
+    OverrideDraft,
+    Rename,
+    ReplayError,
+    SavedSidecar,
+    Scenario,
+    SidecarError,
+    entry_to_json,
+    open_draft,
+    parse_entry_text,
 )
 
-
-def _first_problem(exc: ReplayError) -> str:
-    """The first line of an error, or the entry-JSON problem with its line and column."""
-    if isinstance(exc, EntryTextError) and exc.problems:
-        p = exc.problems[0]
-        where = f"{p.location}: " if p.location else ""
-        more = f" (+{len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
-        return f"line {p.line}, column {p.column}: {where}{p.message}{more}"
-    problems = getattr(exc, "problems", None)
-    if isinstance(problems, list) and problems and isinstance(problems[0], str):
-        return problems[0]
-    return exc.message.splitlines()[0]
-
-
-def entry_text(entry: AnyEntry | None) -> str:
-    """The editor pane's text for an entry (2-space JSON)."""
-    return "" if entry is None else json.dumps(entry_to_json(entry), indent=2, ensure_ascii=False)
+from ..headless import override_edits as edits
+from ..headless.override_edits import CHILD_NOTE, EditOutcome, entry_text, first_problem
+from ..widgets.override_preview import OverridePreview
+from .override_confirm import ConfirmDiscardScreen
 
 
 class OverrideEditorScreen(ModalScreen[bool]):
@@ -251,7 +238,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
         self._json_error = error
         status = self.query_one("#oe-json-status", Static)
         status.set_class(error is not None, "invalid")
-        status.update(Text("✗ " + _first_problem(error)) if error is not None
+        status.update(Text("✗ " + first_problem(error)) if error is not None
                       else Text("✓ valid entry", style="green"))
 
     def _apply_entry(self, entry: AnyEntry) -> bool:
@@ -287,7 +274,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
         except EntryTextError as exc:
             self._json_status(exc)
         except SidecarError as exc:
-            self._say(_first_problem(exc), error=True)
+            self._say(first_problem(exc), error=True)
         else:
             self._json_status(None)
         if changed or was_valid != (self._json_error is None):
@@ -330,83 +317,41 @@ class OverrideEditorScreen(ModalScreen[bool]):
         elif event.button.id == "oe-close":
             self.action_close()
 
-    def _edit(self, describe: str) -> None:
-        """Finish an edit: reload the JSON pane from the draft and report it."""
-        self._select(self.index)
-        assert self.draft is not None
-        left = sorted(self.draft.undecided.items())
-        if left:
-            describe += " Still to decide before saving: " + ", ".join(
-                f"#{i} ({e.call_key})" for i, e in left) + "."
-        self._say(describe)
-
     def _guarded(self) -> OverrideDraft | None:
         if self.draft is None:
             return None
         if self._json_error is not None:
-            self._say("Fix or revert the entry JSON first: " + _first_problem(self._json_error),
+            self._say("Fix or revert the entry JSON first: " + first_problem(self._json_error),
                       error=True)
             return None
         return self.draft
 
-    def _throw(self) -> None:
+    def _run(self, edit: Callable[[OverrideDraft], EditOutcome]) -> None:
+        """Apply one edit command to the draft, then show the call it leaves selected."""
         draft = self._guarded()
         if draft is None:
             return
-        prefix_text = self.query_one("#oe-prefix", Input).value.strip() or "0"
-        try:
-            prefix = int(prefix_text)
-        except ValueError:
-            self._say(f"keep first: {prefix_text!r} is not a whole number.", error=True)
+        outcome = edit(draft)
+        if outcome.error:
+            self._say(outcome.message, error=True)
             return
-        message = self.query_one("#oe-message", Input).value
-        code = self.query_one("#oe-code", Input).value
-        try:
-            draft.throw_here(self.index, message, code, prefix)
-        except SidecarError as exc:
-            self._say(_first_problem(exc), error=True)
-            return
-        self._edit(f"call #{self.index} now throws {code} after {prefix} chunk(s).")
+        self._select(outcome.select)
+        self._say(outcome.message)
+
+    def _throw(self) -> None:
+        self._run(lambda draft: edits.throw_here(
+            draft, self.index, self.query_one("#oe-message", Input).value,
+            self.query_one("#oe-code", Input).value, self.query_one("#oe-prefix", Input).value))
 
     def _hang(self) -> None:
-        draft = self._guarded()
-        if draft is None:
-            return
-        ready = self.query_one("#oe-ready", Input).value.strip() or None
-        try:
-            draft.hang_here(self.index, ready)
-        except SidecarError as exc:
-            self._say(_first_problem(exc), error=True)
-            return
-        self._edit(f"call #{self.index} now hangs until cancelled"
-                   + (f" (readyFile {ready})." if ready else "."))
+        self._run(lambda draft: edits.hang_here(draft, self.index,
+                                                self.query_one("#oe-ready", Input).value))
 
     def _append(self) -> None:
-        draft = self._guarded()
-        if draft is None:
-            return
-        recorded = list(draft.recorded_chunks(self.index)) if draft.effective() else []
-        try:
-            index = draft.append(ChunksEntry(chunks=recorded))
-        except SidecarError as exc:
-            self._say(_first_problem(exc), error=True)
-            return
-        self._select(index)
-        self._say(f"appended call #{index} (a copy of the recorded call's chunks; edit it above).")
+        self._run(lambda draft: edits.append_copy(draft, self.index))
 
     def _remove(self) -> None:
-        draft = self._guarded()
-        if draft is None:
-            return
-        try:
-            draft.remove(self.index)
-        except SidecarError as exc:
-            self._say(_first_problem(exc), error=True)
-            return
-        removed = self.index
-        self._select(max(0, min(self.index, len(draft.effective()) - 1)))
-        self._say(f"call #{removed}: patch removed." if draft.form == "patches"
-                  else f"entry #{removed} removed from the list.")
+        self._run(lambda draft: edits.remove_at(draft, self.index))
 
     # -- actions --------------------------------------------------------------------------
 
@@ -416,7 +361,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if draft is None or self._saving:
             return
         if self._json_error is not None:
-            self._say("Not saved: the entry JSON is invalid — " + _first_problem(self._json_error),
+            self._say("Not saved: the entry JSON is invalid — " + first_problem(self._json_error),
                       error=True)
             return
         self._saving = True

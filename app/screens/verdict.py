@@ -9,12 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
-def verdict_text(problems: list[str], scripts: int) -> str:
-    """The verdict as printed on quit and shown in the modal."""
-    if not problems:
-        return f"assert-consumed: ok — all {scripts} recorded script(s) fully consumed"
-    return "assert-consumed: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
+from replay_engine import verdict_text
 
 
 class VerdictScreen(ModalScreen[None]):

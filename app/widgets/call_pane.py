@@ -14,10 +14,9 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
-from replay_engine.engine import CallRecord
-from replay_engine.models import SessionScript
+from replay_engine import CallRecord, SessionScript
 
-from ..callview import (
+from ..headless.callview import (
     ContextItem,
     assemble,
     context_range,

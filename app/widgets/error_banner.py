@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from replay_engine.errors import InputError, ReplayError
+from replay_engine import InputError, ReplayError
 
 
 def describe_error(error: ReplayError) -> str:

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from replay_engine.engine import BindingState, RunState
+from replay_engine import BindingState, RunState
 
 from .event_log import EventLog
 from .line_list import LineList

@@ -11,9 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from replay_engine.authoring import EntryComparison
-from replay_engine.cli import summarize_entry
-from replay_engine.models import ScriptEntry
+from replay_engine import EntryComparison, ScriptEntry, summarize_entry
 
 CHANGED = "bold black on yellow"
 SELECTED = "reverse"

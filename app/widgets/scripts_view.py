@@ -8,9 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from replay_engine.cli import summarize_entry
-from replay_engine.engine import BindingState, RunState
-from replay_engine.models import SessionScript
+from replay_engine import BindingState, RunState, SessionScript, summarize_entry
 
 from ..messages import CallSelected
 from .line_list import LineList

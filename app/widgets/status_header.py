@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from replay_engine.engine import RunState
+from replay_engine import RunState
 
 
 class StatusHeader(Widget):

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static, TabbedContent
 
-from app.callview import (
+from app.headless.callview import (
     ContextItem,
     assemble,
     context_range,

@@ -1,7 +1,9 @@
-"""The package boundary: replay_engine never imports the TUI, and ``__all__`` is real."""
+"""The package boundary: replay_engine never imports the TUI, ``__all__`` is real, and the TUI
+uses nothing but ``__all__``."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
@@ -89,3 +91,56 @@ def test_every_error_class_lives_in_errors() -> None:
                    if inspect.isclass(cls) and issubclass(cls, BaseException)
                    and cls.__module__ == name and name != "replay_engine.errors"]
     assert strays == []
+
+
+def _library_references(source: str, filename: str) -> list[tuple[int, str, str]]:
+    """(line, module, name) of every import from replay_engine in one source, and of every string
+    naming one of its modules (``importlib.import_module("replay_engine.x")``)."""
+    tree = ast.parse(source, filename=filename)
+    found: list[tuple[int, str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None \
+                and node.module.split(".")[0] == "replay_engine":
+            found.extend((node.lineno, node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, "") for alias in node.names
+                         if alias.name.split(".")[0] == "replay_engine")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith("replay_engine."):
+            found.append((node.lineno, node.value, ""))
+    return found
+
+
+def test_the_tui_imports_only_names_in_all() -> None:
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app").rglob("*.py"))
+    assert "app/app.py" in files
+    public = set(replay_engine.__all__)
+    seen = 0
+    bad: list[str] = []
+    for path in files:
+        for line, module, name in _library_references((ROOT / path).read_text(encoding="utf-8"), path):
+            seen += 1
+            if module != "replay_engine" or name not in public:
+                bad.append(f"{path}:{line}: {module} {name}".rstrip())
+    assert seen > 10  # the walk really sees the TUI's imports
+    assert bad == []
+
+
+def test_the_reference_walk_flags_private_paths() -> None:
+    source = ("from replay_engine import ReplayEngine\nfrom replay_engine.engine import Pace\n"
+              "import replay_engine.server\nx = 'replay_engine.demo_agent'\nfrom . import sibling\n")
+    assert _library_references(source, "probe.py") == [
+        (1, "replay_engine", "ReplayEngine"), (2, "replay_engine.engine", "Pace"),
+        (3, "replay_engine.server", ""), (4, "replay_engine.demo_agent", "")]
+
+
+def test_importing_the_package_leaves_the_server_for_first_use() -> None:
+    code = ("import sys\nimport replay_engine\n"
+            "print(sorted(m for m in ('uvicorn', 'starlette', 'httpx') if m in sys.modules))\n"
+            "from replay_engine import ReplayServer, is_loopback, run_demo_agent\n"
+            "from replay_engine.server import ReplayServer as direct\n"
+            "print(ReplayServer is direct, is_loopback('127.0.0.1'), callable(run_demo_agent))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[]", "True True True"]

@@ -14,8 +14,7 @@ from typing import Any
 import anyio
 from watchfiles import awatch
 
-from replay_engine.scenario import CHILD_RE, PRIMARY_NAME
-from replay_engine.sidecar import SIDECAR_NAME
+from replay_engine import CHILD_RE, PRIMARY_NAME, SIDECAR_NAME
 
 DEBOUNCE_MS = 120
 

@@ -12,7 +12,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from replay_engine.models import ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry
+from replay_engine import ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry
 
 CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
 MAX_CONTEXT_LINES = 20_000

@@ -1,0 +1,186 @@
+"""Loading and hot reload of the scenario: one load at a time, a failure keeps the last good
+scripts (banner), and reloads wait for an override editor that holds unsaved changes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from replay_engine import (
+    SIDECAR_NAME,
+    UNFINISHED_CALL,
+    InputError,
+    ReplayError,
+    Scenario,
+    fingerprint,
+    load_scenario,
+)
+
+from .reload import describe_changes, watch_scenario
+from .state import DebugState
+
+UNFINISHED_CODE = UNFINISHED_CALL
+"""The load error the editor can fix: a primary call that never finished while recorded."""
+
+
+class EventLogView(Protocol):
+    """Where a line for the event log goes, and how the screen is asked to repaint."""
+
+    def log_line(self, line: str) -> None:
+        """Append a line to the event log."""
+
+    def request_flush(self) -> None:
+        """Repaint from the engine's state soon."""
+
+
+class LoadView(EventLogView, Protocol):
+    """What a load shows: the scripts it read, or why it failed."""
+
+    def show_scenario(self, scenario: Scenario) -> None:
+        """Show freshly loaded scripts (the error banner goes away)."""
+
+    def show_load_error(self, title: str, error: ReplayError) -> None:
+        """Show why the scenario did not load."""
+
+
+class ReloadGuard(Protocol):
+    """Holds reloads back while an override editor has unsaved changes."""
+
+    @property
+    def deferred(self) -> bool:
+        """Whether a reload waits for the editor to close."""
+
+    def has_unsaved_changes(self) -> bool:
+        """Whether an open override editor holds edits that a reload would make stale."""
+
+    def defer(self, why: str) -> None:
+        """Keep a reload for when the editor closes."""
+
+
+class ScenarioLoader:
+    """Loads the scenario into the engine: on start, on a key, from the watcher, from the control API."""
+
+    def __init__(self, state: DebugState, view: LoadView, guard: ReloadGuard) -> None:
+        self.state = state
+        self.view = view
+        self.guard = guard
+        self._lock = asyncio.Lock()
+        """One load at a time, so the watcher can tell a change it already loaded."""
+        self._sidecar_digest: str | None = None
+        """Fingerprint of the sidecar as read by the last load (before it read the scenario)."""
+
+    @property
+    def root(self) -> Path:
+        """The scenario path the debugger was started on."""
+        return self.state.options.scenario
+
+    async def load(self, *, initial: bool = False, why: str = "reload requested") -> bool:
+        """(Re)load the scenario; a failure keeps serving the last good scripts.
+
+        While an override editor holds unsaved changes the reload waits until it closes."""
+        async with self._lock:
+            return await self._load_locked(initial, why)
+
+    async def _load_locked(self, initial: bool, why: str) -> bool:
+        if not initial and self.guard.has_unsaved_changes():
+            self.guard.defer(why)
+            return False
+        try:
+            scenario = await asyncio.to_thread(self._read_scenario)
+        except ReplayError as exc:
+            self._load_failed(exc, initial)
+            return False
+        self._apply(scenario, initial)
+        return True
+
+    async def reload_sidecar(self, why: str) -> bool:
+        """Reload after the sidecar changed, unless its content is what the last load read (the
+        editor's save reloads once: whichever of its close and the watcher comes second skips)."""
+        async with self._lock:
+            if not self.guard.deferred and (
+                    await asyncio.to_thread(self._read_sidecar_digest) == self._sidecar_digest):
+                self.view.log_line(f"{SIDECAR_NAME}: content already loaded, no reload")
+                self.view.request_flush()
+                return False
+            return await self._load_locked(False, why)
+
+    def _read_sidecar_digest(self) -> str | None:
+        path = self.root / SIDECAR_NAME if self.root.is_dir() else None
+        try:
+            return fingerprint(path) if path is not None else None
+        except OSError:
+            return None  # unreadable: the load reports it
+
+    def _read_scenario(self) -> Scenario:
+        # The digest is taken first: a write racing the load then differs and reloads again.
+        self._sidecar_digest = self._read_sidecar_digest()
+        try:
+            return load_scenario(self.root)
+        except OSError as exc:
+            raise InputError(f"{exc.filename or self.root}: cannot read "
+                             f"({exc.strerror}); check the file and its permissions.",
+                             file=exc.filename) from None
+        except ReplayError:
+            raise
+        except Exception as exc:  # a loader bug must not take the debugger down
+            raise ReplayError(f"{self.root}: loading failed unexpectedly "
+                              f"({type(exc).__name__}: {exc}); please report this with the "
+                              "scenario.", code="INTERNAL") from exc
+
+    def _apply(self, scenario: Scenario, initial: bool) -> None:
+        state = self.state
+        old = state.scenario
+        state.scenario = scenario
+        state.load_error = None
+        changes = state.engine.reload(scenario.scripts)
+        self.view.show_scenario(scenario)
+        calls = sum(len(s.entries) for s in scenario.scripts)
+        if initial or old is None:
+            self.view.log_line(f"loaded {self.root}: {len(scenario.scripts)} "
+                          f"session script(s), {calls} call(s)")
+        else:
+            self.view.log_line(describe_changes(changes, state.names()))
+        self.view.request_flush()
+
+    def reload_from_api(self) -> Scenario:
+        """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
+
+        Refused (RELOAD_DEFERRED) while an override editor holds unsaved changes."""
+        if self.guard.has_unsaved_changes():
+            self.guard.defer("control API")
+            raise ReplayError("the override editor of dsh-replay-tui has unsaved changes; the "
+                              "scenario reloads when the editor is saved or closed.",
+                              code="RELOAD_DEFERRED")
+        try:
+            scenario = self._read_scenario()
+        except ReplayError as exc:
+            self._load_failed(exc, False)
+            raise
+        self._apply(scenario, False)
+        return scenario
+
+    def _load_failed(self, error: ReplayError, initial: bool) -> None:
+        self.state.load_error = error
+        title = ("Cannot load the scenario — nothing is served until it loads"
+                 if self.state.scenario is None
+                 else "Reload failed — still serving the last good scripts")
+        if error.code == UNFINISHED_CODE:
+            title += " — press o to decide the call"
+        self.view.show_load_error(title, error)
+        self.view.log_line(f"{'load' if initial else 'reload'} failed [{error.code}]: {error.message}")
+        self.view.request_flush()
+
+    async def watch(self, stop_event: anyio.Event, on_ready: Callable[[], None]) -> None:
+        """Reload on every debounced change of a scenario file, until ``stop_event``."""
+        async def changed(names: list[str]) -> None:
+            self.view.log_line("changed: " + ", ".join(names))
+            if names == [SIDECAR_NAME]:
+                await self.reload_sidecar("files changed")
+            else:
+                await self.load(why="files changed")
+
+        await watch_scenario(self.root, changed, stop_event=stop_event, on_ready=on_ready)

@@ -1,0 +1,59 @@
+"""What the debugger was asked for and what it currently shows, shared by the app and its screens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay_engine import DEFAULT_RUN, Pace, ProviderConfig, ReplayEngine, ReplayError, Scenario
+
+
+@dataclass(slots=True)
+class AppOptions:
+    """What the command line (or a test) asks of the debugger."""
+
+    scenario: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    pace: Pace = field(default_factory=Pace)
+    providers: list[ProviderConfig] | None = None
+    ready_dir: Path | None = None
+    serve: bool = True
+    watch: bool = True
+    url_label: str | None = None
+    """Shown instead of the real URL (snapshots use a fixed one)."""
+    url_file: Path | None = None
+    """Where the base URL is written (atomically) once the server is up."""
+    sdk_retries: bool = False
+    """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
+
+
+@dataclass(slots=True)
+class DebugState:
+    """The engine, the run shown, the scenario last loaded (or why it did not load) and the URL."""
+
+    options: AppOptions
+    engine: ReplayEngine
+    run_name: str = DEFAULT_RUN
+    scenario: Scenario | None = None
+    load_error: ReplayError | None = None
+    url: str | None = None
+
+    @property
+    def url_label(self) -> str:
+        """The URL shown in the header."""
+        if self.options.url_label is not None:
+            return self.options.url_label
+        return self.url or "not serving"
+
+    def names(self) -> list[str]:
+        """The recorded session id of each script (empty before a scenario loads)."""
+        return [s.recorded_id for s in self.scenario.scripts] if self.scenario else []
+
+    def chunks_served(self, script_index: int, call_index: int) -> int | None:
+        """How many chunks of a call the run has served (None: not bound to it now)."""
+        served = None
+        for b in self.engine.state(self.run_name).bindings:
+            if b.script_index == script_index and b.call_index == call_index:
+                served = b.chunks_served
+        return served

@@ -1,0 +1,345 @@
+"""The main screen: header, banner, scripts, call and live panes; the debugger's stepping keys
+(step gate, breakpoints, cancel, pace, reset, verdict) and the repaint from engine events.
+
+Each key calls public engine methods only; events are buffered and applied to the widgets at
+a bounded rate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer
+
+from replay_engine import CallRecord, Pace, ReplayError, Scenario, verdict_text
+from replay_engine import events as ev
+
+from ..headless.eventlog import format_event
+from ..headless.state import DebugState
+from ..messages import CallSelected
+from ..widgets.call_pane import CallPane, CallView
+from ..widgets.error_banner import ErrorBanner
+from ..widgets.live_pane import LivePane
+from ..widgets.scripts_view import ScriptsView
+from ..widgets.status_header import StatusHeader
+from .verdict import VerdictScreen
+
+FLUSH_S = 1 / 30
+"""Engine events are applied to the screen at most this often (chunk floods coalesce)."""
+BUSY_FLUSH_S = 1 / 8
+"""The repaint period while a flood is streaming (more than BUSY_EVENTS events per repaint)."""
+BUSY_EVENTS = 500
+MAX_LOG_EVENTS = 40
+"""Event-log lines written per repaint; older events of a flood are only counted."""
+PACE_STEPS_MS = (0, 5, 20, 50, 100, 250, 1000)
+
+Parts = tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane]
+
+
+class MainScreen(Screen[None]):
+    """Watch, step and steer the replay of the loaded scenario."""
+
+    BINDINGS = [
+        Binding("1", "mode('run')", "Run"),
+        Binding("2", "mode('call')", "Brk call"),
+        Binding("3", "mode('chunk')", "Brk chunk"),
+        Binding("b", "breakpoint", "Brkpt"),
+        Binding("p", "pause", "Pause"),
+        Binding("n", "step('chunk')", "Step"),
+        Binding("e", "step('call')", "End call"),
+        Binding("c", "resume", "Continue"),
+        Binding("x", "cancel", "Cancel"),
+        Binding("X", "cancel_hanging", "Cancel hangs"),
+        Binding("plus,equals_sign", "pace(-1)", "Faster", show=False),
+        Binding("minus", "pace(1)", "Slower", show=False),
+        Binding("t", "pace_recorded", "Rec pace", show=False),
+        Binding("R", "reset", "Reset"),
+        Binding("a", "assert_consumed", "Assert"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
+    ]
+    """The app adds reload, demo, override and quit after these (in the footer too)."""
+
+    def __init__(self, state: DebugState) -> None:
+        super().__init__()
+        self.state = state
+        self.panes_ready = asyncio.Event()
+        """Set once the panes exist (loading shows its result in them)."""
+        self._flushed = asyncio.Event()
+        self._pending: list[ev.EngineEvent] = []
+        self._chunks_pending = 0
+        self._last_burst = 0
+        self._flush_timer: Timer | None = None
+        self._closed = False
+        self._record_key: tuple[int, int] | None = None
+        self._record_cache: CallRecord | None = None
+        self._widgets: Parts | None = None
+        self._unsubscribe = state.engine.subscribe(self._on_engine_event)
+
+    # -- layout --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="status")
+        yield ErrorBanner(id="banner")
+        with Horizontal(id="main"):
+            yield ScriptsView(id="scripts")
+            with Vertical(id="right"):
+                yield CallPane(id="call")
+                yield LivePane(id="live")
+        yield Footer(compact=True)
+
+    def _parts(self) -> Parts:
+        # Kept from mount: a modal on top must not hide the main screen's widgets.
+        if self._widgets is None:
+            raise RuntimeError("the debugger is not mounted")
+        return self._widgets
+
+    @property
+    def header(self) -> StatusHeader:
+        """The header."""
+        return self._parts()[0]
+
+    @property
+    def banner(self) -> ErrorBanner:
+        """The error banner."""
+        return self._parts()[1]
+
+    @property
+    def scripts_view(self) -> ScriptsView:
+        """The scripts pane."""
+        return self._parts()[2]
+
+    @property
+    def call_pane(self) -> CallPane:
+        """The call pane."""
+        return self._parts()[3]
+
+    @property
+    def live_pane(self) -> LivePane:
+        """The live pane."""
+        return self._parts()[4]
+
+    def on_mount(self) -> None:
+        self._widgets = (self.query_one(StatusHeader), self.query_one(ErrorBanner),
+                         self.query_one(ScriptsView), self.query_one(CallPane),
+                         self.query_one(LivePane))
+        self.scripts_view.focus()
+        self.scripts_view.border_title = "Scripts"
+        self.live_pane.border_title = "Live"
+        self.panes_ready.set()
+
+    def on_unmount(self) -> None:
+        self._closed = True
+        self._unsubscribe()
+
+    # -- what a load shows (headless.loading.LoadView) -----------------------------------
+
+    def log_line(self, line: str | Text) -> None:
+        """Append a line to the event log."""
+        self.live_pane.log_event(line)
+
+    def show_scenario(self, scenario: Scenario) -> None:
+        """Show freshly loaded scripts; the error banner goes away."""
+        self.banner.clear()
+        self.scripts_view.set_scripts(scenario.scripts)
+        self.call_pane.forget_context()
+        self.show_selected()
+
+    def show_load_error(self, title: str, error: ReplayError) -> None:
+        """Show why the scenario did not load."""
+        self.banner.show_error(title, error)
+
+    # -- engine events -> screen -----------------------------------------------------------
+
+    def _on_engine_event(self, event: ev.EngineEvent) -> None:
+        if isinstance(event, ev.ChunkServed):
+            self._chunks_pending += 1
+        else:
+            self._pending.append(event)
+            # The cached journal record of the selected call is stale once that call moves.
+            call_index = getattr(event, "call_index", None)
+            if call_index is None or (getattr(event, "script_index", -1), call_index) == self._record_key:
+                self._record_key = None
+        self.request_flush()
+
+    def request_flush(self) -> None:
+        """Schedule a repaint from the engine's state (at most every FLUSH_S)."""
+        if self._flush_timer is None and self.is_running:
+            delay = BUSY_FLUSH_S if self._last_burst > BUSY_EVENTS else FLUSH_S
+            self._flush_timer = self.set_timer(delay, self.flush, name="flush")
+
+    def flush(self) -> None:
+        """Apply buffered events: log lines, header, cursors, sessions, the selected call."""
+        self._flush_timer = None
+        if self._closed or self._widgets is None:
+            return  # not mounted yet, or shutting down
+        events, self._pending = self._pending, []
+        self._last_burst = self._chunks_pending + len(events)
+        self._chunks_pending = 0
+        names = self.state.names()
+        if len(events) > MAX_LOG_EVENTS:
+            # A flood (many sessions at full speed): count what is skipped, show the newest.
+            skipped = Counter(type(e).__name__ for e in events[:-MAX_LOG_EVENTS])
+            self.live_pane.log_event(Text("… " + ", ".join(f"{n} {name}" for name, n in skipped.items()),
+                                          style="dim"))
+            events = events[-MAX_LOG_EVENTS:]
+        for event in events:
+            if isinstance(event, ev.ScriptsReloaded):
+                continue  # the loader logs what changed
+            line = format_event(event, names)
+            if line is not None:
+                if event.run != self.state.run_name:
+                    line = Text.assemble(f"[run {event.run}] ", line)
+                self.live_pane.log_event(line)
+        try:
+            self._paint(names)
+        except NoMatches:
+            return  # the main screen's widgets only go away while the app shuts down
+        waiters, self._flushed = self._flushed, asyncio.Event()
+        waiters.set()
+
+    def log_in_order(self, line: str | Text) -> None:
+        """Log a line after the engine events still buffered, so the event log reads in order."""
+        if self._pending:
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+            self.flush()
+        self.live_pane.log_event(line)
+
+    def _paint(self, names: list[str]) -> None:
+        engine, run = self.state.engine, self.state.run_name
+        state = engine.state(run)
+        self.header.show(
+            scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
+            breakpoints=len(engine.breakpoints), paused=len(engine.paused_sessions(run)),
+        )
+        self.scripts_view.set_live(state, engine.breakpoints)
+        self.live_pane.set_state(state, names)
+        self.show_selected()
+
+    async def next_flush(self) -> None:
+        """Wait for the next repaint (tests await this instead of sleeping)."""
+        await self._flushed.wait()
+
+    # -- selection -------------------------------------------------------------------------
+
+    @on(CallSelected)
+    def _call_selected(self, message: CallSelected) -> None:
+        self.show_selected()
+
+    def _record(self, script_index: int, call_index: int) -> CallRecord | None:
+        key = (script_index, call_index)
+        if key == self._record_key:
+            return self._record_cache  # the journal is read again only when this call moved
+        found = None
+        for record in reversed(self.state.engine.journal(self.state.run_name)):
+            if record.script_index == script_index and record.call_index == call_index:
+                found = record
+                break
+        self._record_key, self._record_cache = key, found
+        return found
+
+    def show_selected(self) -> None:
+        """Show the selected call in the call pane (nothing on a script header row)."""
+        selected = self.scripts_view.selected()
+        pane = self.call_pane
+        scenario = self.state.scenario
+        s, j = selected if selected is not None else (0, None)
+        if scenario is None or j is None:
+            pane.show(None)
+            return
+        pane.show(CallView(scenario.scripts[s], s, j, self._record(s, j), self.state.chunks_served(s, j)))
+
+    # -- stepping keys ---------------------------------------------------------------------
+
+    def _target(self, *, want: str | None = None) -> tuple[bool, str | None]:
+        """The session a key acts on: the one bound to the selected script, else the first
+        whose call is ``want`` (e.g. paused), else the first with a call in flight."""
+        bindings = [b for b in self.state.engine.state(self.state.run_name).bindings
+                    if b.call_index is not None]
+        selected = self.scripts_view.selected()
+        if selected is not None:
+            for b in bindings:
+                if b.script_index == selected[0] and (want is None or b.status == want):
+                    return True, b.session
+        for b in bindings:
+            if want is None or b.status == want:
+                return True, b.session
+        return False, None
+
+    def action_tab(self, step: int) -> None:
+        """Show the next or previous tab of the call pane."""
+        self.call_pane.cycle_tab(step)
+
+    def action_mode(self, mode: str) -> None:
+        """Step mode: run, break at every call, break at every chunk."""
+        self.state.engine.set_mode(mode)  # type: ignore[arg-type]
+
+    def action_breakpoint(self) -> None:
+        """Toggle a breakpoint on the selected call."""
+        selected = self.scripts_view.selected()
+        if selected is None or selected[1] is None:
+            self.notify("Select a call to put a breakpoint on.", severity="warning")
+            return
+        self.state.engine.toggle_breakpoint(selected[0], selected[1])
+
+    def action_pause(self) -> None:
+        """Hold the selected session's streaming call before its next chunk."""
+        found, key = self._target(want="streaming")
+        if not found or not self.state.engine.pause(key, run=self.state.run_name):
+            self.notify("No call is streaming.", severity="warning")
+
+    def action_step(self, how: str) -> None:
+        """Release a paused call by one chunk, or to the end of the call."""
+        found, key = self._target(want="paused")
+        if not found or not self.state.engine.step(key, run=self.state.run_name,
+                                                   how=how):  # type: ignore[arg-type]
+            self.notify("No call is paused.", severity="warning")
+
+    def action_resume(self) -> None:
+        """Continue: back to run mode, every paused call released."""
+        self.state.engine.set_mode("run")
+
+    def action_cancel(self) -> None:
+        """Cancel the selected session's in-flight call (a hang or a paused stream)."""
+        found, key = self._target()
+        if not found or not self.state.engine.cancel(key, run=self.state.run_name):
+            self.notify("No call in flight to cancel.", severity="warning")
+
+    def action_cancel_hanging(self) -> None:
+        """Cancel every hanging call of the run."""
+        count = self.state.engine.cancel(run=self.state.run_name, all_hanging=True)
+        self.notify(f"Cancelled {count} hanging call(s).")
+
+    def action_pace(self, direction: int) -> None:
+        """Step the fixed pace faster (-1) or slower (+1)."""
+        ms = self.state.engine.pace.ms
+        steps = list(PACE_STEPS_MS)
+        index = min(range(len(steps)), key=lambda i: abs(steps[i] - ms))
+        index = min(max(index + direction, 0), len(steps) - 1)
+        self.state.engine.set_pace(Pace("fixed", steps[index]))
+
+    def action_pace_recorded(self) -> None:
+        """Switch between the recorded gaps and a fixed pace."""
+        pace = self.state.engine.pace
+        self.state.engine.set_pace(Pace("fixed", pace.ms) if pace.mode == "recorded"
+                                   else Pace("recorded", pace.ms, 1.0))
+
+    def action_reset(self) -> None:
+        """Forget the run's bindings and cursors (the agent is about to start again)."""
+        self.state.engine.reset(self.state.run_name)
+
+    def action_assert_consumed(self) -> None:
+        """Show the assert-consumed verdict with every problem."""
+        engine = self.state.engine
+        problems = engine.consumed_problems(self.state.run_name)
+        self.live_pane.log_event(verdict_text(problems, len(engine.scripts)).splitlines()[0])
+        self.app.push_screen(VerdictScreen(problems, len(engine.scripts)))

@@ -1,0 +1,87 @@
+"""Headless presentation shared by the CLI and the debugger: call summaries, the verdict, exit codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine import DEFAULT_RUN, ReplayEngine
+from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""A command failed on bad input (the error is printed on stderr)."""
+EXIT_USAGE = 2
+EXIT_NOT_CONSUMED = 3
+"""The replay ended with a recorded call not served (``serve`` and the debugger on quit)."""
+
+
+def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
+    """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""
+    entry = item.entry
+    chunks = entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else []
+    finish: str | None = None
+    text: list[str] = []
+    tools: dict[tuple[Any, Any], str] = {}
+    for chunk in chunks:
+        kind = chunk.get("type")
+        if kind == "text-delta" and isinstance(chunk.get("text"), str):
+            text.append(chunk["text"])
+        elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str):
+            # A name repeated on every delta of one tool block names one call.
+            tools.setdefault((chunk.get("index"), chunk.get("id")), chunk["name"])
+        elif kind == "block-end":
+            block = chunk.get("block")
+            if isinstance(block, dict) and not text and block.get("type") == "text":
+                if isinstance(block.get("text"), str):
+                    text.append(block["text"])
+        elif kind == "finish":
+            reason = chunk.get("reason")
+            if isinstance(reason, dict):
+                finish = str(reason.get("kind"))
+                if reason.get("kind") == "error" and reason.get("code"):
+                    finish += f" ({reason.get('code')})"
+    parts: list[str] = []
+    joined = " ".join("".join(text).split())
+    if joined:
+        parts.append(joined if len(joined) <= width else joined[: width - 1] + "…")
+    if tools:
+        parts.append("tools: " + ", ".join(tools.values()))
+    if isinstance(entry, ThrowEntry):
+        parts.append(f"throws {entry.code}: {entry.message}")
+        finish = finish or f"throw {entry.code}"
+    if isinstance(entry, HangEntry):
+        parts.append("hangs until cancelled" + (f" (readyFile {entry.readyFile})"
+                                                  if entry.readyFile else ""))
+        finish = "hang"
+    return {
+        "kind": entry.kind,
+        "origin": item.origin,
+        "chunks": len(chunks),
+        "finish": finish,
+        "summary": "; ".join(parts),
+        "callKey": item.call_key,
+    }
+
+
+def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
+    """Assert-consumed over every run that bound a session (the default run when none did)."""
+    runs = [r for r in engine.runs() if engine.state(r).bindings] or [DEFAULT_RUN]
+    lines: list[str] = []
+    ok = True
+    for run in runs:
+        problems = engine.consumed_problems(run)
+        label = f"run {run}"
+        if problems:
+            ok = False
+            lines.append(f"replay NOT consumed ({label}):")
+            lines.extend(f"  - {p}" for p in problems)
+        else:
+            lines.append(f"replay consumed ({label})")
+    return ok, lines
+
+
+def verdict_text(problems: list[str], scripts: int) -> str:
+    """The debugger's verdict for one run, as shown in its modal and event log."""
+    if not problems:
+        return f"assert-consumed: ok — all {scripts} recorded script(s) fully consumed"
+    return "assert-consumed: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)

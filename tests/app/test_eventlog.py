@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.eventlog import format_event
+from app.headless.eventlog import format_event
 from replay_engine import events as ev
 
 

@@ -19,6 +19,7 @@ JSON location, the call and what to do about it::
     ├── ScriptedFailure              the code of a ``throw`` entry (AUTH, SERVER, ...)
     ├── AbortedError                 ABORTED: the call was cancelled
     ├── PlaceholderError             PLACEHOLDER: a {{fromRequest:…}} could not resolve
+    ├── UnrepresentableCallError     UNREPRESENTABLE: a dialect's wire cannot carry the call
     ├── BadRequest                   a request the server refuses (400 / 413) before the engine
     │   └── ClientGone               CLIENT_CLOSED: the client left before its body arrived
     └── ServerUnreachableError       SERVER_UNREACHABLE: the demo agent found no replay server
@@ -226,6 +227,12 @@ class PlaceholderError(ReplayError):
     """A ``{{fromRequest:PATTERN}}`` placeholder could not be resolved."""
 
     code = "PLACEHOLDER"
+
+
+class UnrepresentableCallError(ReplayError):
+    """A recorded call a dialect's wire cannot carry as recorded (e.g. non-object tool input)."""
+
+    code = "UNREPRESENTABLE"
 
 
 class BadRequest(ReplayError):

@@ -38,7 +38,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import ReplayError, ScriptedFailure
+from .errors import ScriptedFailure, UnrepresentableCallError
 from .wire_blocks import Block, BlockWalker, int_field
 from .wire_openai import status_for_code
 
@@ -55,12 +55,6 @@ ERROR_TYPES = {
 """Anthropic error ``type`` by HTTP status; every other status is ``api_error``."""
 
 _encode = msgspec.json.Encoder().encode
-
-
-class UnrepresentableCallError(ReplayError):
-    """A recorded call the Messages wire cannot carry as recorded (e.g. non-object tool input)."""
-
-    code = "UNREPRESENTABLE"
 
 
 def error_status(code: str) -> int:

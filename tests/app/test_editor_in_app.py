@@ -15,8 +15,8 @@ import pytest
 from textual.pilot import Pilot
 
 from app.app import ReplayApp
-from app.screens.override_editor import OverrideEditorScreen
 from app.screens.override_confirm import ConfirmDiscardScreen
+from app.screens.override_editor import OverrideEditorScreen
 from replay_engine import events as ev
 from tests.app.apptools import LIMIT_S, client, copy_sample, make_app, stream_text, until
 from tests.app.test_reload import write_atomic

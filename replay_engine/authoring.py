@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .authoring_json import EntryProblem, EntryTextError, parse_entry_text
 from .derive import load_log
 from .errors import ConfigError, ReplayError, SidecarError
-from .files import Rename, atomic_write, fingerprint
+from .files import Rename, atomic_write, exclusive_lock, fingerprint
 from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
 from .scenario import Scenario
 from .sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
@@ -411,12 +411,20 @@ class OverrideDraft:
     def validate(self) -> Sidecar:
         """Check the rendered document exactly as a load would, and that every unfinished call
         is decided; raises SidecarError."""
+        return self._check(self.render())
+
+    def _check(self, text: str) -> Sidecar:
         if self._undecided:
             raise self._undecided_error()
-        sidecar = parse_sidecar_text(self.render(), str(self.path))
+        sidecar = parse_sidecar_text(text, str(self.path))
         if sidecar.form == "patches":
             apply_sidecar(self.derived, sidecar)
         return sidecar
+
+    def _validated_text(self) -> str:
+        text = self.render()
+        self._check(text)
+        return text
 
     def _undecided_error(self) -> SidecarError:
         calls = []
@@ -433,24 +441,33 @@ class OverrideDraft:
             file=str(self.path), location=f"call {first}", code=UNDECIDED_CODE)
 
     def save(self, *, rename: Rename | None = None) -> SavedSidecar:
-        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits."""
-        self.validate()
-        text = self.render()
+        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits.
+
+        The check that the file is still what the draft started from and the write happen
+        under the sidecar's lock, so of concurrent saves from one base exactly one writes.
+        """
+        text = self._validated_text()
         data = text.encode("utf-8")
         digest = hashlib.sha256(data).hexdigest()
-        current = fingerprint(self.path)
-        if current != self._base_digest and current != digest:
-            raise SidecarError(
-                f"{self.path}: the file changed on disk since the editor opened it; reopen the "
-                "editor to start from the new content (nothing was written).",
-                file=str(self.path), code=CHANGED_CODE)
         backup: Path | None = None
-        written = current != digest
-        if written:
-            if current is not None:
-                backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
-                atomic_write(backup, self.path.read_bytes(), rename=rename)
-            atomic_write(self.path, data, rename=rename)
+        with exclusive_lock(self.path):
+            try:
+                old: bytes | None = self.path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            current = hashlib.sha256(old).hexdigest() if old is not None else None
+            if current != self._base_digest and current != digest:
+                raise SidecarError(
+                    f"{self.path}: not saved: the file changed on disk since this edit read it "
+                    "(another save or an editor wrote it). Nothing was written; run the command "
+                    "again or reopen the editor to start from the new content.",
+                    file=str(self.path), code=CHANGED_CODE)
+            written = current != digest
+            if written:
+                if old is not None:
+                    backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
+                    atomic_write(backup, old, rename=rename)
+                atomic_write(self.path, data, rename=rename)
         self._base_digest = digest
         self._saved_text = text
         return SavedSidecar(self.path, data, digest, backup, written)

@@ -111,10 +111,24 @@ def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
     return out
 
 
+MAX_LISTED_PROBLEMS = 50
+"""Problems an error message lists; the rest are counted (all stay in ``.problems``)."""
+
+
+def listed_problems(problems: list[str], indent: str = "  ") -> str:
+    """The first :data:`MAX_LISTED_PROBLEMS` problems, one per line, and how many more there are."""
+    shown = problems[:MAX_LISTED_PROBLEMS]
+    lines = [indent + p for p in shown]
+    if len(problems) > len(shown):
+        more = len(problems) - len(shown)
+        lines.append(f"{indent}… and {more} more problem{'s' if more > 1 else ''}")
+    return "\n".join(lines)
+
+
 def _fail(file: str, problems: list[str]) -> SidecarError:
-    detail = "\n  ".join(problems)
     err = SidecarError(
-        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n  {detail}\n{_FIX}",
+        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n"
+        f"{listed_problems(problems)}\n{_FIX}",
         file=file,
         location=problems[0].split(":", 1)[0] if problems else None,
     )

@@ -252,3 +252,32 @@ def test_atomic_write_keeps_a_temp_file_of_a_live_writer(tmp_path: Path) -> None
     ours.write_bytes(b"being written")
     atomic_write(target, b"{}")
     assert ours.exists() and target.read_bytes() == b"{}"
+
+
+def test_a_draft_starts_from_the_file_as_it_is_now(root: Path) -> None:
+    """The draft reuses the sidecar the scenario loaded only while the file holds those bytes."""
+    sidecar = root / SIDE
+    scenario = load_scenario(root)
+    doc = json.loads(sidecar.read_text(encoding="utf-8"))
+    doc["patches"].append({"at": 1, "entry": {"kind": "hang", "readyFile": "later"}})
+    sidecar.write_text(json.dumps(doc), encoding="utf-8")
+    draft = OverrideDraft.open(scenario)
+    assert [at for at, _ in draft.patches] == [0, 1]
+    draft.remove(1)
+    draft.save()
+    assert [p["at"] for p in json.loads(sidecar.read_text(encoding="utf-8"))["patches"]] == [0]
+    scenario = load_scenario(root)
+    sidecar.write_text('{"patches": [{"at": 0}]}', encoding="utf-8")
+    with pytest.raises(SidecarError) as caught:
+        OverrideDraft.open(scenario)
+    assert caught.value.code == "SIDECAR_INVALID" and "patch 0.entry" in caught.value.message
+
+
+def test_a_sidecar_with_crlf_line_ends_saves(root: Path) -> None:
+    sidecar = root / SIDE
+    text = json.dumps(json.loads(sidecar.read_text(encoding="utf-8")), indent=2)
+    sidecar.write_bytes(text.replace("\n", "\r\n").encode())
+    draft = OverrideDraft.open(load_scenario(root))
+    draft.throw_here(1, "crlf", "AUTH")
+    assert draft.save().written
+    assert message_at_1(root) == "crlf"

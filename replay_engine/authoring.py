@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .authoring_json import parse_entry_text
-from .derive import load_log
+from .derive import _gc_paused, load_log
 from .errors import (
     OVERRIDE_EDIT,
     SIDECAR_CHANGED,
@@ -28,7 +28,7 @@ from .errors import (
     ReplayError,
     SidecarError,
 )
-from .files import Rename, atomic_write, fingerprint
+from .files import Rename, atomic_write, exclusive_lock, fingerprint
 from .models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry, entry_to_json
 from .scenario import Scenario
 from .sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
@@ -66,6 +66,8 @@ def _chunk_key(chunk: dict[str, Any]) -> str:
 
 def diff_chunks(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[ChunkChange]:
     """Chunk-by-chunk difference of two calls (a longest-common-subsequence alignment)."""
+    if not old or not new:
+        return [ChunkChange("removed", c) for c in old] + [ChunkChange("added", c) for c in new]
     a = [_chunk_key(c) for c in old]
     b = [_chunk_key(c) for c in new]
     out: list[ChunkChange] = []
@@ -109,8 +111,9 @@ def _notes(derived: AnyEntry | None, effective: AnyEntry | None) -> tuple[str, .
     notes: list[str] = []
     if derived.kind != effective.kind:
         notes.append(f"kind {derived.kind} -> {effective.kind}")
+    fields_before, fields_after = vars(derived), vars(effective)  # getattr misses are slow
     for name in ("message", "code", "readyFile"):
-        before, after = getattr(derived, name, None), getattr(effective, name, None)
+        before, after = fields_before.get(name), fields_after.get(name)
         if before != after and after is not None:
             notes.append(f"{name} {after!r}")
     return tuple(notes)
@@ -136,20 +139,31 @@ class SavedSidecar:
         return fingerprint(self.path) == self.sha256
 
 
+def _render(document: Any) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
 def _edit_error(message: str, path: Path, location: str) -> SidecarError:
     return SidecarError(f"{path}: {message}", file=str(path), location=location, code=OVERRIDE_EDIT)
 
 
-def read_sidecar_file(path: Path) -> tuple[Sidecar | None, str | None]:
-    """The sidecar at ``path`` (validated) and the SHA-256 of its bytes; (None, None) if absent."""
+def read_sidecar_file(path: Path, loaded: Sidecar | None = None) -> tuple[Sidecar | None, str | None]:
+    """The sidecar at ``path`` (validated) and the SHA-256 of its bytes; (None, None) if absent.
+
+    ``loaded``, a sidecar already read from ``path``, is reused while the file still holds the
+    same bytes (validating a large sidecar costs far more than hashing it).
+    """
     if not path.is_file():
         return None, None
     data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if loaded is not None and loaded.sha256 == digest and Path(loaded.file) == path:
+        return loaded, digest
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.", file=str(path)) from None
-    return parse_sidecar_text(text, str(path)), hashlib.sha256(data).hexdigest()
+    return parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), str(path)), digest
 
 
 class OverrideDraft:
@@ -184,7 +198,11 @@ class OverrideDraft:
         """Bare-list entries still holding a recorded call that never finished, by list index."""
         self.unfinished: tuple[int, ...] = tuple(sorted(self._undecided))
         """The calls of the log that never finished (each one undecided when the draft opened)."""
-        self._saved_text = self.render()
+        self._rendered: str | None = None
+        self._script: list[ScriptEntry] | None = None
+        self._saved_state = (list(self._entries), list(self._patches))
+        """The content as loaded or last saved; rendered only when :attr:`dirty` asks."""
+        self._saved_text: str | None = None
 
     @classmethod
     def open(cls, scenario: Scenario) -> OverrideDraft:
@@ -198,7 +216,7 @@ class OverrideDraft:
             )
         path = Path(config.overrideFile)
         primary = Path(config.file) if config.file else None
-        sidecar, digest = read_sidecar_file(path)
+        sidecar, digest = read_sidecar_file(path, scenario.sidecar)
         form: SidecarForm = sidecar.form if sidecar is not None else "patches"
         derived = scenario.derived_primary
         note: str | None = None
@@ -251,9 +269,18 @@ class OverrideDraft:
 
     def effective(self) -> list[ScriptEntry]:
         """The primary script served once the draft is saved."""
-        if self.form == "list":
-            return [ScriptEntry(entry=e, origin="replaced") for e in self._entries]
-        return apply_sidecar(self.derived, Sidecar("patches", [], self._patches, str(self.path)))
+        if self._script is None:
+            if self.form == "list":
+                self._script = [ScriptEntry(entry=e, origin="replaced") for e in self._entries]
+            else:
+                self._script = apply_sidecar(
+                    self.derived, Sidecar("patches", [], self._patches, str(self.path)))
+        return list(self._script)
+
+    def _edited(self) -> None:
+        """Forget what was computed from the previous content (the script and its text)."""
+        self._script = None
+        self._rendered = None
 
     def entry_at(self, index: int) -> AnyEntry | None:
         """The effective entry at ``index`` (None past the end)."""
@@ -273,6 +300,10 @@ class OverrideDraft:
 
     def compare(self) -> list[EntryComparison]:
         """The effective script beside the derived one, per call, with differences."""
+        with _gc_paused():
+            return self._compare()
+
+    def _compare(self) -> list[EntryComparison]:
         derived = self.derived or []
         script = self.effective()
         edited = ({at for at, _ in self._patches} if self.form == "patches"
@@ -313,6 +344,7 @@ class OverrideDraft:
     def put(self, index: int, entry: AnyEntry) -> None:
         """Serve ``entry`` at ``index`` (``index == base_length`` appends)."""
         self._check_index(index)
+        self._edited()
         if self.form == "list":
             if index == len(self._entries):
                 self._entries.append(entry)
@@ -385,12 +417,14 @@ class OverrideDraft:
                     f"{len(self._entries)} entr(y/ies); remove one of 0..{len(self._entries) - 1}.",
                     self.path, f"call {index}")
             del self._entries[index]
+            self._edited()
             self._undecided = {(i if i < index else i - 1): e
                                for i, e in self._undecided.items() if i != index}
             return
         for k, (at, _) in enumerate(self._patches):
             if at == index:
                 del self._patches[k]
+                self._edited()
                 return
         patched = ", ".join(str(at) for at, _ in sorted(self._patches)) or "none"
         raise _edit_error(
@@ -401,28 +435,44 @@ class OverrideDraft:
 
     def document(self) -> Any:
         """The sidecar as JSON data, in the draft's form."""
+        return self._document(self._entries, self._patches)
+
+    def _document(self, entries: list[AnyEntry], patches: list[tuple[int, AnyEntry]]) -> Any:
         if self.form == "list":
-            return [entry_to_json(e) for e in self._entries]
-        return {"patches": [{"at": at, "entry": entry_to_json(e)} for at, e in self._patches]}
+            return [entry_to_json(e) for e in entries]
+        return {"patches": [{"at": at, "entry": entry_to_json(e)} for at, e in patches]}
 
     def render(self) -> str:
         """The file text: 2-space JSON with a trailing newline."""
-        return json.dumps(self.document(), indent=2, ensure_ascii=False) + "\n"
+        if self._rendered is None:
+            with _gc_paused():
+                self._rendered = _render(self.document())
+        return self._rendered
 
     @property
     def dirty(self) -> bool:
         """True when the draft differs from what was loaded or last saved."""
+        if self._saved_text is None:
+            self._saved_text = _render(self._document(*self._saved_state))
         return self.render() != self._saved_text
 
     def validate(self) -> Sidecar:
         """Check the rendered document exactly as a load would, and that every unfinished call
         is decided; raises SidecarError."""
+        return self._check(self.render())
+
+    def _check(self, text: str) -> Sidecar:
         if self._undecided:
             raise self._undecided_error()
-        sidecar = parse_sidecar_text(self.render(), str(self.path))
+        sidecar = parse_sidecar_text(text, str(self.path))
         if sidecar.form == "patches":
             apply_sidecar(self.derived, sidecar)
         return sidecar
+
+    def _validated_text(self) -> str:
+        text = self.render()
+        self._check(text)
+        return text
 
     def _undecided_error(self) -> SidecarError:
         calls = []
@@ -439,24 +489,34 @@ class OverrideDraft:
             file=str(self.path), location=f"call {first}", code=UNDECIDED_CALL)
 
     def save(self, *, rename: Rename | None = None) -> SavedSidecar:
-        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits."""
-        self.validate()
-        text = self.render()
+        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits.
+
+        The check that the file is still what the draft started from and the write happen
+        under the sidecar's lock, so of concurrent saves from one base exactly one writes.
+        """
+        text = self._validated_text()
         data = text.encode("utf-8")
         digest = hashlib.sha256(data).hexdigest()
-        current = fingerprint(self.path)
-        if current != self._base_digest and current != digest:
-            raise SidecarError(
-                f"{self.path}: the file changed on disk since the editor opened it; reopen the "
-                "editor to start from the new content (nothing was written).",
-                file=str(self.path), code=SIDECAR_CHANGED)
         backup: Path | None = None
-        written = current != digest
-        if written:
-            if current is not None:
-                backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
-                atomic_write(backup, self.path.read_bytes(), rename=rename)
-            atomic_write(self.path, data, rename=rename)
+        with exclusive_lock(self.path):
+            try:
+                old: bytes | None = self.path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            current = hashlib.sha256(old).hexdigest() if old is not None else None
+            if current != self._base_digest and current != digest:
+                raise SidecarError(
+                    f"{self.path}: not saved: the file changed on disk since this edit read it "
+                    "(another save or an editor wrote it). Nothing was written; run the command "
+                    "again or reopen the editor to start from the new content.",
+                    file=str(self.path), code=SIDECAR_CHANGED)
+            written = current != digest
+            if written:
+                if old is not None:
+                    backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
+                    atomic_write(backup, old, rename=rename)
+                atomic_write(self.path, data, rename=rename)
         self._base_digest = digest
+        self._saved_state = (list(self._entries), list(self._patches))
         self._saved_text = text
         return SavedSidecar(self.path, data, digest, backup, written)

@@ -7,6 +7,7 @@ already parsed as JSON to where that value starts.
 
 from __future__ import annotations
 
+import bisect
 import json
 import json.decoder
 import re
@@ -93,16 +94,31 @@ def parse_location(location: str) -> JsonPath:
 
 def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
     """Line and column of the deepest existing value along ``path``."""
-    try:
-        offsets = value_offsets(text)
-    except (ValueError, IndexError):
-        return None
-    while True:
-        if path in offsets:
-            return line_col(text, offsets[path])
-        if not path:
-            return None
-        path = path[:-1]
+    return _Locator(text).locate(path)
+
+
+class _Locator:
+    """Locates many paths in one text: its values and line starts are scanned once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.offsets: dict[JsonPath, int] | None = None
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def locate(self, path: JsonPath) -> tuple[int, int] | None:
+        if self.offsets is None:
+            try:
+                self.offsets = value_offsets(self.text)
+            except (ValueError, IndexError):
+                self.offsets = {}
+        while True:
+            if path in self.offsets:
+                offset = self.offsets[path]
+                line = bisect.bisect_right(self.line_starts, offset)
+                return line, offset - self.line_starts[line - 1] + 1
+            if not path:
+                return None
+            path = path[:-1]
 
 
 def _reject_constant(name: str) -> Any:
@@ -126,6 +142,7 @@ def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
     except SidecarError as exc:
         raw: list[str] = getattr(exc, "problems", None) or [exc.message]
         problems: list[EntryProblem] = []
+        locator = _Locator(text)
         for item in raw:
             where, _, message = item.partition(": ")
             location = where.removeprefix("entry").lstrip(".")
@@ -133,6 +150,6 @@ def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
             if bare:
                 path = path[1:] if path[:1] == ("chunks",) else ()
                 location = location.removeprefix("chunks")
-            line, column = locate(text, path) or (1, 1)
+            line, column = locator.locate(path) or (1, 1)
             problems.append(EntryProblem(location, line, column, message))
         raise EntryTextError(source, problems) from None

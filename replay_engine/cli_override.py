@@ -147,7 +147,7 @@ def render_comparison(rows: list[EntryComparison]) -> list[str]:
 
 def _report(draft: OverrideDraft, what: str, saved: SavedSidecar | None) -> str:
     rows = draft.compare()
-    script = draft.effective()
+    count = sum(1 for row in rows if row.effective is not None)
     if saved is None:
         head = f"dry run: {what}; {draft.path} not written ({draft.form} form):\n{draft.render()}"
     elif not saved.written:
@@ -160,7 +160,7 @@ def _report(draft: OverrideDraft, what: str, saved: SavedSidecar | None) -> str:
         calls = ", ".join(f"#{i} ({draft.derived[i].call_key})" for i in draft.unfinished)
         lines.append(f"the log's call(s) {calls} never finished while recorded, so the sidecar is "
                      "a bare list replacing the whole primary script")
-    lines += [f"effective primary script ({len(script)} call(s); * = differs from the "
+    lines += [f"effective primary script ({count} call(s); * = differs from the "
              "derived script):", *render_comparison(rows)]
     return "\n".join(lines)
 

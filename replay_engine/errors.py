@@ -72,6 +72,10 @@ BINDING_CODES = frozenset({UNRECORDED_SESSION, SCRIPT_EXHAUSTED})
 """Error codes of calls the server could not bind to a script (SPEC 5)."""
 
 
+MAX_LISTED_PROBLEMS = 50
+"""Problems an error message lists; the rest are counted (all stay in ``.problems``)."""
+
+
 class ReplayError(Exception):
     """Base of every error the engine raises on purpose."""
 
@@ -157,8 +161,11 @@ class EntryTextError(SidecarError):
     def __init__(self, source: str, problems: list[EntryProblem]) -> None:
         lines = [
             f"{source}:{p.line}:{p.column}: {p.location + ': ' if p.location else ''}{p.message}"
-            for p in problems
+            for p in problems[:MAX_LISTED_PROBLEMS]
         ]
+        if len(problems) > MAX_LISTED_PROBLEMS:
+            more = len(problems) - MAX_LISTED_PROBLEMS
+            lines.append(f"… and {more} more problem{'s' if more > 1 else ''}")
         hint = (
             'Give a list of chunks, or an entry: {"kind":"chunks","chunks":[…]}, '
             '{"kind":"throw","chunks":[…],"message":…,"code":…} or {"kind":"hang","readyFile"?:…}.'

@@ -1,13 +1,25 @@
-"""Atomic writes of files the user owns, and content fingerprints for file watchers."""
+"""Atomic writes of files the user owns, a lock for compare-and-write, and content fingerprints
+for file watchers.
+
+A temp file is named ``.NAME.PID.TOKEN.tmp`` beside its target. A write killed before its
+rename leaves one behind; the next write of the same target removes those of processes that
+are gone (and that are older than that write), never one a live writer may still rename.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
+import re
 import secrets
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+if sys.platform != "win32":
+    import fcntl
 
 Rename = Callable[[str, str], None]
 """Moves a temp file over its target (``os.replace``); injectable to simulate a failure."""
@@ -34,14 +46,114 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+LEGACY_TEMP_AGE = 3600.0
+"""Seconds after which a temp file without a pid in its name (older versions) counts as stale."""
+
+
+def _temp_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(re.escape(f".{name}.") + r"(?:(\d+)\.)?[0-9a-f]{12}\.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists but belongs to someone else (EPERM), or cannot tell: keep it
+    return True
+
+
+def remove_stale_temps(path: str | Path, *, before: float | None = None) -> list[Path]:
+    """Remove temp files a killed write of ``path`` left beside it; returns what was removed.
+
+    Only names of this module's pattern, last modified before ``before`` (default: now), whose
+    writer process no longer exists (a name without a pid: older than an hour) are removed.
+    """
+    target = Path(path)
+    pattern = _temp_pattern(target.name)
+    cutoff = time.time() if before is None else before
+    removed: list[Path] = []
+    try:
+        listing = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for item in listing:
+        match = pattern.fullmatch(item.name)
+        if match is None:
+            continue
+        try:
+            info = item.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not item.is_file(follow_symlinks=False) or info.st_mtime >= cutoff:
+            continue
+        pid = match.group(1)
+        if pid is None:
+            if info.st_mtime >= cutoff - LEGACY_TEMP_AGE:
+                continue
+        elif _pid_alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(item.path)
+            removed.append(Path(item.path))
+    return removed
+
+
+def lock_path(path: str | Path) -> Path:
+    """The lock file :func:`exclusive_lock` holds for ``path`` (``.NAME.lock`` beside it)."""
+    target = Path(path)
+    return target.with_name(f".{target.name}.lock")
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | Path) -> Iterator[None]:
+    """Hold the lock of ``path`` so a compare-then-write on it is atomic across processes and
+    threads; waits while another holder is inside. The lock file is removed on release.
+
+    An advisory ``flock`` on ``.NAME.lock``: a killed holder releases it with its process.
+    After locking, the file must still be the one at that path (a releasing holder unlinks it,
+    and a waiter that locked the unlinked file tries again on the new one).
+    """
+    if sys.platform == "win32":  # no flock: writes stay atomic, concurrent saves are not excluded
+        yield
+        return
+    lock = lock_path(path)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                now = os.stat(lock)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+        os.close(fd)
+
+
 def atomic_write(path: str | Path, data: bytes, *, rename: Rename | None = None) -> None:
     """Write ``data`` to a temp file beside ``path``, fsync, rename over ``path``, fsync the dir.
 
-    On any failure the temp file is removed and ``path`` keeps its old content.
+    On any failure the temp file is removed and ``path`` keeps its old content. Temp files
+    earlier writes of ``path`` left behind when killed are removed first.
     """
     target = Path(path)
     directory = target.parent
-    temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    remove_stale_temps(target)
+    temp = directory / f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     existing: int | None = None
     with contextlib.suppress(FileNotFoundError):
         existing = os.stat(target).st_mode & 0o7777

@@ -53,6 +53,8 @@ class Scenario:
     """``list`` or ``patches`` when a sidecar was applied."""
     derived_primary: list[ScriptEntry] | None = None
     """The primary script before the sidecar (None when the log is absent)."""
+    sidecar: Sidecar | None = None
+    """The sidecar applied, as read (the override editor starts from it)."""
     watched: list[Path] = field(default_factory=list)
     """Files whose change should trigger a reload."""
 
@@ -211,6 +213,7 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
         root=root,
         sidecar_form=sidecar.form if sidecar is not None else None,
         derived_primary=derived,
+        sidecar=sidecar,
         watched=watched,
     )
 

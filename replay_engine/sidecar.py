@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from .errors import SidecarError
+from .derive import _gc_paused
+from .errors import MAX_LISTED_PROBLEMS, SidecarError
 from .models import (
     AnyEntry,
     OverrideDocument,
@@ -38,6 +40,8 @@ class Sidecar:
     entries: list[AnyEntry]
     patches: list[tuple[int, AnyEntry]]
     file: str
+    sha256: str | None = None
+    """Hex digest of the file's bytes when read from a file (an editor's compare-and-write)."""
 
 
 def _render_loc(loc: tuple[int | str, ...], form: SidecarForm) -> str:
@@ -111,10 +115,20 @@ def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
     return out
 
 
+def listed_problems(problems: list[str], indent: str = "  ") -> str:
+    """The first :data:`MAX_LISTED_PROBLEMS` problems, one per line, and how many more there are."""
+    shown = problems[:MAX_LISTED_PROBLEMS]
+    lines = [indent + p for p in shown]
+    if len(problems) > len(shown):
+        more = len(problems) - len(shown)
+        lines.append(f"{indent}… and {more} more problem{'s' if more > 1 else ''}")
+    return "\n".join(lines)
+
+
 def _fail(file: str, problems: list[str]) -> SidecarError:
-    detail = "\n  ".join(problems)
     err = SidecarError(
-        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n  {detail}\n{_FIX}",
+        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n"
+        f"{listed_problems(problems)}\n{_FIX}",
         file=file,
         location=problems[0].split(":", 1)[0] if problems else None,
     )
@@ -124,6 +138,11 @@ def _fail(file: str, problems: list[str]) -> SidecarError:
 
 def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None) -> Sidecar:
     """Validate sidecar text completely; every problem is listed in the error."""
+    with _gc_paused():  # a large sidecar is many small objects that all stay alive
+        return _parse_sidecar_text(text, file, derived_length)
+
+
+def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sidecar:
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -212,12 +231,16 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Side
     """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
         raise SidecarError(f"{file}: cannot read the sidecar ({exc.strerror}).", file=file) from None
     except UnicodeDecodeError:
         raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
-    return parse_sidecar_text(text, file, derived_length=derived_length)
+    sidecar = parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), file,
+                                 derived_length=derived_length)
+    sidecar.sha256 = hashlib.sha256(data).hexdigest()
+    return sidecar
 
 
 def sidecar_is_bare_list(path: str | Path) -> bool:
@@ -239,6 +262,11 @@ def validate_entry(doc: Any, where: str = "entry") -> AnyEntry:
 
 def apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[ScriptEntry]:
     """The effective primary script: replacement, or derived with patches applied in order."""
+    with _gc_paused():
+        return _apply_sidecar(derived, sidecar)
+
+
+def _apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[ScriptEntry]:
     if sidecar.form == "list":
         return [ScriptEntry(entry=e, origin="replaced") for e in sidecar.entries]
     assert derived is not None

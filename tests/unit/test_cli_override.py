@@ -243,6 +243,22 @@ def test_scenario_problems_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert not (empty / SIDE).exists()
 
 
+def test_chunks_file_with_many_problems_lists_fifty(root: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    name = tmp_path / "many.json"
+    name.write_text("[\n" + ",\n".join(["7"] * 80) + "\n]\n", encoding="utf-8")
+    before = sorted(p.name for p in root.iterdir())
+    code, out, err = run(capsys, str(root), "--at", "0", "--chunks-file", str(name))
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert lines[0] == f"dsh-replay: error [SIDECAR_INVALID]: {name}:2:1: [0]: a chunk must be a " \
+                       "JSON object"
+    assert lines[49] == f"{name}:51:1: [49]: a chunk must be a JSON object"
+    assert lines[50] == "… and 30 more problems"
+    assert len(lines) == 52 and lines[51].startswith("Give a list of chunks")
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
 def test_invalid_existing_sidecar_is_reported_and_kept(root: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     (root / SIDE).write_text('{"patches": [{"at": 9, "entry": {"kind": "hang"}}]}')

@@ -218,6 +218,26 @@ def test_problems_are_all_listed_together(tmp_path: Path) -> None:
     assert len(alone.value.problems) == 3  # type: ignore[attr-defined]
 
 
+def test_a_long_problem_list_is_cut_at_fifty_and_counted(tmp_path: Path) -> None:
+    bad = {"kind": "throw", "chunks": [], "message": "m"}
+    root = scenario(tmp_path, {"patches": [{"at": 0, "entry": bad}] + [
+        {"at": 1, "entry": bad} for _ in range(119)]})
+    with pytest.raises(SidecarError) as caught:
+        load_scenario(root)
+    problems = caught.value.problems  # type: ignore[attr-defined]
+    assert len(problems) == 120 + 118  # each patch lacks its code; at 1 repeats 118 times
+    listed = [line.strip() for line in caught.value.message.splitlines()[1:-1]]
+    assert listed == problems[:50] + ["… and 188 more problems"]
+    assert caught.value.message.startswith(
+        f"{root / 'replay.override.json'}: invalid override sidecar (238 problem(s)):")
+    with pytest.raises(SidecarError) as one_more:
+        validate_sidecar([{"kind": "hang", "x": k} for k in range(51)], "side.json")
+    assert one_more.value.message.splitlines()[-2] == "  … and 1 more problem"
+    with pytest.raises(SidecarError) as exactly:
+        validate_sidecar([{"kind": "hang", "x": k} for k in range(50)], "side.json")
+    assert "more problem" not in exactly.value.message
+
+
 def test_range_recheck_is_skipped_when_the_log_is_broken(tmp_path: Path) -> None:
     root = write_scenario(tmp_path, (header("p"), ["{bad"]),
                           sidecar={"patches": [{"at": 5, "entry": {"kind": "nope"}}]})

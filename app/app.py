@@ -296,6 +296,7 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
             scenario=str(self.options.scenario), url=self.url_label, state=state,
             breakpoints=len(self.engine.breakpoints),
             paused=len(self.engine.paused_sessions(self.run_name)),
+            untimed=self._untimed_logs(),
         )
         self.scripts_view.set_live(state, self.engine.breakpoints)
         self.live_pane.set_state(state, names)
@@ -304,6 +305,12 @@ class ReplayApp(DebuggerActions, EditorActions, ScenarioLoading, App[str]):
     async def next_flush(self) -> None:
         """Wait for the next repaint (tests await this instead of sleeping)."""
         await self._flushed.wait()
+
+    def _untimed_logs(self) -> list[str]:
+        """File names of the loaded logs that leave chunk times out (projected logs)."""
+        if self.scenario is None:
+            return []
+        return [Path(s.file).name for s in self.scenario.scripts if s.untimed and s.file]
 
     def _names(self) -> list[str]:
         return [s.recorded_id for s in self.scenario.scripts] if self.scenario else []

@@ -1,45 +1,51 @@
 """The headless ``dsh-replay`` command: inspect, validate (and the subcommands other modules add).
 
 Errors are printed as one clear paragraph on stderr with exit status 1 (2 for
-usage); never a traceback.
+usage); never a traceback. Start-up imports only what the command given needs: the
+models, the engine and the server load when a command uses them, not for ``--help``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .derive import load_log
 from .errors import ReplayError
-from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
-from .scenario import (
-    Scenario,
-    config_from_directory,
-    load_child_log,
-    load_scenario,
-    missing_primary_error,
-    read_header,
-)
-from .sidecar import load_sidecar, sidecar_is_bare_list
+
+if TYPE_CHECKING:
+    from .models import ScriptEntry
+    from .scenario import Scenario
 
 Handler = Callable[[argparse.Namespace], int]
 
 # Modules that add subcommands: each has ``register(subparsers) -> None`` and sets
-# ``handler`` on its parser with ``set_defaults``. Missing modules are skipped.
-SUBCOMMAND_MODULES = (
-    "replay_engine.cli_serve",
-    "replay_engine.cli_override",
-    "replay_engine.demo_agent",
-)
+# ``handler`` on its parser with ``set_defaults``. Missing modules are skipped. The one-line
+# help of each command is here too, so listing the commands imports none of them (a unit test
+# keeps these lines equal to the ones the modules register).
+SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "serve": (
+        "replay_engine.cli_serve",
+        "serve a scenario to a live agent over HTTP (OpenAI/DeepSeek, native, control)",
+    ),
+    "override": (
+        "replay_engine.cli_override",
+        "patch one call of the primary script in replay.override.json",
+    ),
+    "demo-agent": (
+        "replay_engine.demo_agent",
+        "drive every recorded call of a running replay server with a small openai-SDK client",
+    ),
+}
 
 
 def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""
+    from .models import ChunksEntry, HangEntry, ThrowEntry
+
     entry = item.entry
     chunks = entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else []
     finish: str | None = None
@@ -119,6 +125,10 @@ def render_scenario(scenario: Scenario) -> str:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from .scenario import load_scenario
+
     try:
         scenario = load_scenario(args.scenario)
     except ReplayError as exc:
@@ -138,6 +148,16 @@ def validate_scenario(path: str) -> list[str]:
 
     Each file is checked on its own so one bad file does not hide the others.
     """
+    from .derive import load_log
+    from .scenario import (
+        config_from_directory,
+        load_child_log,
+        log_present,
+        missing_primary_error,
+        read_header,
+    )
+    from .sidecar import load_sidecar, sidecar_is_bare_list
+
     try:
         config = config_from_directory(path)
     except ReplayError as exc:
@@ -148,7 +168,7 @@ def validate_scenario(path: str) -> list[str]:
     replaces = sidecar is not None and has_sidecar and sidecar_is_bare_list(sidecar)
     primary = Path(config.file) if config.file else None
     derived_length: int | None = None
-    if primary is not None and primary.is_file():
+    if primary is not None and log_present(primary):
         try:
             if replaces:
                 read_header(primary)  # a replacement never reads the primary's events
@@ -166,7 +186,7 @@ def validate_scenario(path: str) -> list[str]:
             load_sidecar(sidecar, derived_length=derived_length)
         except ReplayError as exc:
             problems.append(exc.message)
-    if (primary is None or not primary.is_file()) and not replaces:
+    if (primary is None or not log_present(primary)) and not replaces:
         problems.append(missing_primary_error(config).message)
     return problems
 
@@ -185,8 +205,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand.
+
+    With ``command``, only the module of that command is imported: the others are listed by
+    their help line alone (what ``--help`` shows), which keeps start-up fast.
+    """
     parser = argparse.ArgumentParser(
         prog="dsh-replay",
         description="Serve, inspect and validate recorded agent-session scenarios.",
@@ -200,20 +224,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check scenarios without serving; lists every problem")
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     p.set_defaults(handler=_cmd_validate)
-    for name in SUBCOMMAND_MODULES:
+    for name, (module_name, help_line) in SUBCOMMAND_MODULES.items():
+        if command is not None and name != command:
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            if exc.name != module_name:
                 raise
             continue
         module.register(sub)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str:
+    """The subcommand named on the command line ("" when none is, e.g. for ``--help``)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dsh-replay``."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:

@@ -22,13 +22,14 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .errors import DerivationError, LogParseError
+from .errors import DerivationError
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
     expand_packed_row,
     header_from_value,
     null_event_error,
+    unreadable_log_error,
 )
 from .models import ChunksEntry, ScriptEntry, SessionHeader
 
@@ -42,6 +43,9 @@ class _UndefinedType:
 
 _Undefined: Any = _UndefinedType()
 """A key absent from an event (JavaScript's ``undefined``)."""
+
+_NO_TIME: Any = msgspec.UNSET
+"""The ``time`` of an event that leaves it out (a projected log): recorded as 0 and counted."""
 
 
 def js_string(value: Any) -> str:
@@ -73,8 +77,8 @@ def call_key(turn: Any, step: Any) -> str:
 class Deriver:
     """Groups chunk events into calls; ``finish()`` returns the script."""
 
-    __slots__ = ("file", "entries", "lenient", "unfinished", "_key", "_chunks", "_times",
-                 "_first_line", "_last_line")
+    __slots__ = ("file", "entries", "lenient", "unfinished", "untimed", "_key", "_chunks",
+                 "_times", "_first_line", "_last_line")
 
     def __init__(self, file: str | None = None, *, lenient: bool = False) -> None:
         self.file = file
@@ -83,6 +87,9 @@ class Deriver:
         """Keep a call without a finish chunk as a chunks entry instead of raising (authoring)."""
         self.unfinished: list[int] = []
         """Indices in ``entries`` of the calls kept that way (lenient mode only)."""
+        self.untimed = 0
+        """Chunk events and packed rows that left their time out (projected log): they pace
+        with no gap."""
         self._key: str | None = None
         self._chunks: list[dict[str, Any]] = []
         self._times: array[int] = array("q")
@@ -148,9 +155,16 @@ class Deriver:
             self._first_line = line
         self._last_line = line
         self._chunks.append(chunk)
-        self._times.append(time if type(time) is int and -(2**63) < time < 2**63 else _as_time(time))
+        self._times.append(time if type(time) is int and -(2**63) < time < 2**63 else self._time(time))
         if isinstance(chunk, dict) and chunk.get("type") == "finish":
             self._add(key, self._chunks, self._times)
+
+    def _time(self, value: Any) -> int:
+        """A time that is not a plain int64: a missing one is 0 and counted, others as SPEC says."""
+        if value is _NO_TIME:
+            self.untimed += 1
+            return 0
+        return _as_time(value)
 
     def run(self, key: str, chunks: list[dict[str, Any]], times: array[int], line: int) -> None:
         """The delta chunks of one packed row at once (same as ``chunk`` per member; never a finish)."""
@@ -279,7 +293,7 @@ class _Event(msgspec.Struct, gc=False):
     """What derivation reads of a line; other keys (and other events' payloads) are skipped."""
 
     type: Any = None
-    time: Any = None
+    time: Any = _NO_TIME
     data: _ChunkData | None = None
 
 
@@ -298,12 +312,17 @@ class _PackedData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class _PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A packed row as SPEC section 2 allows it (integers given as floats go the slow way)."""
+    """A packed row as SPEC section 2 allows it (integers given as floats go the slow way).
+
+    A projected row leaves ``seq0`` and/or ``time0`` out: ``seq0`` is never read here (only
+    ``parse_session_log`` reports it) and a missing ``time0`` is 0. A present ``null`` or
+    string fails to decode, so the row goes the slow way, which names the error.
+    """
 
     type: str
-    seq0: Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)]
-    time0: _SafeInt
     data: _PackedData
+    seq0: Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)] = 0
+    time0: _SafeInt | msgspec.UnsetType = msgspec.UNSET
 
 
 _event_decoder = msgspec.json.Decoder(_Event)
@@ -330,17 +349,18 @@ class LoadedLog:
     header: SessionHeader
     entries: list[ScriptEntry]
     event_count: int
+    untimed: int = 0
+    """Chunk events and packed rows that left their time out (see ``Deriver.untimed``)."""
 
 
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None) -> LoadedLog:
     """Stream a log file from disk, derive its script; slice by the header's seedLength if asked."""
     file = name or str(path)
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise LogParseError(f"{file}: cannot read the session log ({exc.strerror}).", file=file) from None
-    with handle, _gc_paused():
-        return _derive_lines(handle, file, seed_length)
+        with open(path, "rb") as handle, _gc_paused():
+            return _derive_lines(handle, file, seed_length)
+    except OSError as exc:  # cannot open, or a read fails midway (EIO)
+        raise unreadable_log_error(path, file, exc) from None
 
 
 def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> LoadedLog:
@@ -407,23 +427,25 @@ def _slow_line(raw: bytes, number: int, index: int, sink: _Sink, file: str | Non
         return index + 1
     kind = value.get("type")
     if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:
-        for turn, step, t, chunk in expand_packed_row(value, file, number):
+        for turn, step, t, chunk in expand_packed_row(value, file, number, index):
             sink.put((index, 0, call_key(turn, step), chunk, t, number))
             index += 1
+        if "time0" not in value:
+            sink.deriver.untimed += 1
         return index
     if kind == "assistant/chunk":
         data = value.get("data")
         if not isinstance(data, dict):
             data = {}
         key = call_key(data.get("turn", _Undefined), data.get("step", _Undefined))
-        sink.put((index, 0, key, data.get("chunk"), value.get("time"), number))
+        sink.put((index, 0, key, data.get("chunk"), value.get("time", _NO_TIME), number))
     elif kind == "compaction/summary":
         sink.put((index, 1, value.get("data"), value.get("time"), None, number))
     return index + 1
 
 
 def _packed_run(
-    raw: bytes, kind: str, texts_seen: dict[str, str]
+    raw: bytes, kind: str, texts_seen: dict[str, str], deriver: Deriver
 ) -> tuple[str, list[dict[str, Any]], array[int]] | None:
     """A well-formed, ordinary packed row as (key, chunks, times); None sends it the slow way.
 
@@ -459,8 +481,12 @@ def _packed_run(
     count = len(payload)
     if not count or len(dt) != count - 1:
         return None
+    time0 = row.time0
+    untimed = isinstance(time0, msgspec.UnsetType)  # a projected row: its members start at 0
+    if untimed:
+        time0 = 0
     try:  # struct packs faster than array() converts
-        packed = _pack(f"{count}q", *accumulate(dt, initial=row.time0))
+        packed = _pack(f"{count}q", *accumulate(dt, initial=time0))
     except struct.error:  # a time beyond int64: the slow way records it as 0
         return None
     times = array("q")
@@ -480,6 +506,8 @@ def _packed_run(
     chunks = list(map(dict.copy, repeat(template, count)))
     deque(map(setitem, chunks, repeat(field), map(share, payload, payload)), maxlen=0)
     key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
+    if untimed:
+        deriver.untimed += 1
     return key, chunks, times
 
 
@@ -538,7 +566,7 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
                 direct = sink.pending is None and index + 1 >= start
             index += 1
         elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
-            run = _packed_run(raw, kind, texts_seen)
+            run = _packed_run(raw, kind, texts_seen, deriver)
             if run is None:
                 index = _slow_line(raw, number, index, sink, file)
                 direct = sink.pending is None and index >= start
@@ -555,4 +583,5 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
             direct = sink.pending is None and index >= start
         else:
             index += 1
-    return LoadedLog(header or SessionHeader(), sink.finish(index), index)
+    entries = sink.finish(index)
+    return LoadedLog(header or SessionHeader(), entries, index, deriver.untimed)

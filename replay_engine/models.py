@@ -293,6 +293,9 @@ class SessionScript:
     """The header seedLength."""
     header: SessionHeader = field(default_factory=SessionHeader)
     """The whole header."""
+    untimed: int = 0
+    """Chunk events and packed rows of the log that left their time out (a projected log):
+    recorded pacing has no gaps for them."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance JSON of this script."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from .derive import LoadedLog, load_log
 from .errors import DerivationError, ReplayError, ScenarioNotFoundError, SidecarError
-from .logs import decode_line, header_from_value
+from .logs import decode_line, header_from_value, unreadable_log_error
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .sidecar import (
     SIDECAR_NAME,
@@ -74,8 +74,10 @@ def config_from_directory(path: str | Path) -> ReplayConfig:
         )
     children: list[tuple[int, str]] = []
     for entry in os.scandir(root):
+        # Whatever holds a child's name is one (a directory or a dangling link fails to load
+        # later, naming it): skipping it would replay fewer sessions than were recorded.
         match = CHILD_RE.match(entry.name)
-        if match and entry.is_file():
+        if match:
             children.append((int(match.group(1)), entry.path))
     children.sort()
     return ReplayConfig(
@@ -94,6 +96,11 @@ def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
         overrideFile=env.get(ENV_OVERRIDE) or None,
         childFiles=[p for p in children.split(os.pathsep) if p] if children else [],
     )
+
+
+def log_present(path: Path) -> bool:
+    """Something holds the log's name (a file, or a directory or link that fails to load)."""
+    return os.path.lexists(path)
 
 
 def _slice_start(seed: float) -> float:
@@ -146,18 +153,20 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
     primary_path = Path(config.file) if config.file else None
     headers: dict[str, SessionHeader] = {}
     derived: list[ScriptEntry] | None = None
+    untimed = 0
     watched: list[Path] = []
     if primary_path is not None:
         watched.append(primary_path)
     if config.overrideFile:
         watched.append(Path(config.overrideFile))
-    if primary_path is not None and primary_path.is_file():
+    if primary_path is not None and log_present(primary_path):
         if sidecar is not None and sidecar.form == "list":
             # A replacement never reads the primary's events (SPEC 4a): only its header.
             header = read_header(primary_path)
         else:
             loaded: LoadedLog = load_log(primary_path)
             header, derived = loaded.header, loaded.entries
+            untimed = loaded.untimed
         headers[primary_path.name] = header
     elif sidecar is None or sidecar.form != "list":
         raise missing_primary_error(config)
@@ -170,14 +179,15 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
         created_at=header.createdAt,
         entries=entries,
         primary=True,
-        file=str(primary_path) if primary_path is not None and primary_path.is_file() else None,
+        file=str(primary_path) if primary_path is not None and log_present(primary_path) else None,
         seed_length=header.seedLength,
         header=header,
+        untimed=untimed,
     )
     children: list[SessionScript] = []
     for child in config.childFiles:
         child_path = Path(child)
-        if not child_path.is_file():
+        if not log_present(child_path):
             raise ScenarioNotFoundError(
                 f"{child}: child session log not found; fix the path or remove it from the "
                 "child files.",
@@ -195,6 +205,7 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
                 file=str(child_path),
                 seed_length=loaded.header.seedLength,
                 header=loaded.header,
+                untimed=loaded.untimed,
             )
         )
     children.sort(key=lambda s: (s.created_at, s.recorded_id))
@@ -231,11 +242,14 @@ def load_child_log(path: Path) -> LoadedLog:
 def read_header(path: Path) -> SessionHeader:
     """Read only the header line of a log."""
     file = str(path)
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            blank, value = decode_line(raw, file, number)
-            if not blank:
-                return header_from_value(value, file, number)
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                blank, value = decode_line(raw, file, number)
+                if not blank:
+                    return header_from_value(value, file, number)
+    except OSError as exc:
+        raise unreadable_log_error(path, file, exc) from None
     return SessionHeader()
 
 

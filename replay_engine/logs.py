@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .errors import LogParseError
-from .models import SessionHeader, as_safe_integer, is_number
+from .jsonnumbers import as_safe_integer, is_number
+
+if TYPE_CHECKING:
+    from .models import SessionHeader
 
 # JavaScript's String.prototype.trim() set: what counts as blank (SPEC 4a).
 WHITESPACE = (
@@ -72,8 +75,9 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
             ) from None
 
 
-def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
-    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
+    """The header's fields from a decoded first line (SPEC section 2 defaults), as keywords of
+    ``SessionHeader``; kept apart so that checking a log needs no models."""
     if value is None:
         raise LogParseError(
             f"{_where(file, line)}: the header line is null; the first line of a session log "
@@ -82,17 +86,24 @@ def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
             line=line,
         )
     if not isinstance(value, dict):
-        return SessionHeader()
+        return {}
     ident = value.get("id")
     created = value.get("createdAt")
     seed = value.get("seedLength")
     extra = {k: v for k, v in value.items() if k not in ("id", "createdAt", "seedLength")}
-    return SessionHeader(
-        id=ident if isinstance(ident, str) else "",
-        createdAt=created if is_number(created) else 0,
-        seedLength=seed if is_number(seed) else 0,
-        extra=extra,
-    )
+    return {
+        "id": ident if isinstance(ident, str) else "",
+        "createdAt": created if is_number(created) else 0,
+        "seedLength": seed if is_number(seed) else 0,
+        "extra": extra,
+    }
+
+
+def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
+    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+    from .models import SessionHeader
+
+    return SessionHeader(**header_fields(value, file, line))
 
 
 def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
@@ -244,6 +255,8 @@ def parse_session_header(text: str | bytes, file: str | None = None) -> SessionH
     """Read the header (first non-blank line); an empty log has the default header."""
     for number, value in iter_values(_lines(text), file):
         return header_from_value(value, file, number)
+    from .models import SessionHeader
+
     return SessionHeader()
 
 

@@ -92,6 +92,20 @@ def unfinished_call_error(
     )
 
 
+def child_unfinished_error(exc: DerivationError) -> DerivationError:
+    """An unfinished call in a child log: a sidecar cannot help there (it is the primary's)."""
+    head = exc.message.split(" This scenario needs", 1)[0]
+    return DerivationError(
+        f"{head} This is a child (subagent) log and replay.override.json applies only to "
+        "the primary session, so re-record the scenario or end that call in the child log "
+        'with a finish chunk (e.g. {"type":"finish","reason":{"kind":"error"}}).',
+        call_key=exc.call_key,
+        file=exc.file,
+        line=exc.line,
+        code=exc.code,
+    )
+
+
 def missing_chunk_error(file: str | None, key: str, line: int) -> DerivationError:
     """An ``assistant/chunk`` event without ``data.chunk`` (or with a null one)."""
     return DerivationError(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,19 +11,20 @@ from typing import Any
 
 from .derive import LoadedLog, load_log
 from .errors import DerivationError, ReplayError, ScenarioNotFoundError, SidecarError
+from .layout import CHILD_RE as CHILD_RE
+from .layout import PRIMARY_NAME as PRIMARY_NAME
+from .layout import missing_primary_error as _missing_primary_error
+from .layout import scenario_files
 from .logs import decode_line, header_from_value, unreadable_log_error
+from .logscan import child_unfinished_error
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .sidecar import (
-    SIDECAR_NAME,
     Sidecar,
     SidecarForm,
     apply_sidecar,
     load_sidecar,
     sidecar_is_bare_list,
 )
-
-PRIMARY_NAME = "session.jsonl"
-CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
 
 ENV_FILE = "DSH_SNAPSHOT_FILE"
 ENV_OVERRIDE = "DSH_SNAPSHOT_OVERRIDE"
@@ -61,29 +61,9 @@ class Scenario:
 
 def config_from_directory(path: str | Path) -> ReplayConfig:
     """The config a scenario directory stands for."""
-    root = Path(path)
-    if not root.exists():
-        raise ScenarioNotFoundError(
-            f"{root}: no such scenario directory; pass a directory holding session.jsonl.",
-            file=str(root),
-        )
-    if not root.is_dir():
-        raise ScenarioNotFoundError(
-            f"{root}: not a directory; pass the scenario directory that holds session.jsonl.",
-            file=str(root),
-        )
-    children: list[tuple[int, str]] = []
-    for entry in os.scandir(root):
-        # Whatever holds a child's name is one (a directory or a dangling link fails to load
-        # later, naming it): skipping it would replay fewer sessions than were recorded.
-        match = CHILD_RE.match(entry.name)
-        if match:
-            children.append((int(match.group(1)), entry.path))
-    children.sort()
+    primary, sidecar, children = scenario_files(path)
     return ReplayConfig(
-        file=str(root / PRIMARY_NAME),
-        overrideFile=str(root / SIDECAR_NAME),
-        childFiles=[p for _, p in children],
+        file=str(primary), overrideFile=str(sidecar), childFiles=[str(p) for p in children]
     )
 
 
@@ -136,12 +116,8 @@ def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarEr
 
 
 def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
-    where = config.file or f"${ENV_FILE}"
-    return ScenarioNotFoundError(
-        f"{where}: the primary session log is missing; record the scenario "
-        f"({PRIMARY_NAME}) or supply a bare-list {SIDECAR_NAME} that replaces its script.",
-        file=config.file,
-    )
+    """The primary log is absent and no bare-list sidecar replaces its script."""
+    return _missing_primary_error(config.file, config.file or f"${ENV_FILE}")
 
 
 def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
@@ -227,16 +203,7 @@ def load_child_log(path: Path) -> LoadedLog:
     except DerivationError as exc:
         if exc.code != "UNFINISHED_CALL":
             raise
-        head = exc.message.split(" This scenario needs", 1)[0]
-        raise DerivationError(
-            f"{head} This is a child (subagent) log and replay.override.json applies only to "
-            "the primary session, so re-record the scenario or end that call in the child log "
-            'with a finish chunk (e.g. {"type":"finish","reason":{"kind":"error"}}).',
-            call_key=exc.call_key,
-            file=exc.file,
-            line=exc.line,
-            code=exc.code,
-        ) from None
+        raise child_unfinished_error(exc) from None
 
 
 def read_header(path: Path) -> SessionHeader:

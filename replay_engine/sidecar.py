@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import SidecarError
+from .layout import SIDECAR_NAME as SIDECAR_NAME
 from .models import (
     AnyEntry,
     OverrideDocument,
@@ -19,7 +20,6 @@ from .models import (
     as_safe_integer,
 )
 
-SIDECAR_NAME = "replay.override.json"
 _ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
 _entries_adapter: TypeAdapter[list[AnyEntry]] = TypeAdapter(list[ReplayEntry])
 

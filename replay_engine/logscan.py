@@ -9,6 +9,7 @@ message, same line) and counts the calls it would derive.
 from __future__ import annotations
 
 import gc
+import io
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -534,7 +535,7 @@ def check_log(
 def check_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> CheckedLog:
     """Check a log held in memory (same rules as ``check_log``)."""
     with gc_paused():
-        return _check_lines(data.split(b"\n"), file, seed_length)
+        return _check_lines(io.BytesIO(data), file, seed_length)
 
 
 def _check_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> CheckedLog:

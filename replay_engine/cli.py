@@ -182,14 +182,12 @@ def check_scenario(path: str) -> tuple[list[str], list[str]]:
 
                 read_header(primary)  # a replacement never reads the primary's events
             else:
-                checked = check_log(primary)
-                derived_length = checked.calls
-                warnings.extend(checked.warnings)
+                derived_length = check_log(primary, warnings=warnings).calls
         except ReplayError as exc:
             problems.append(exc.message)
     for child in children:
         try:
-            warnings.extend(check_log(child, seed_length=True).warnings)
+            check_log(child, seed_length=True, warnings=warnings)
         except DerivationError as exc:
             unfinished = exc.code == "UNFINISHED_CALL"
             problems.append((child_unfinished_error(exc) if unfinished else exc).message)

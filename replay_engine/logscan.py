@@ -520,14 +520,21 @@ class CheckedLog:
 
 
 def check_log(
-    path: str | Path, *, seed_length: bool = False, name: str | None = None
+    path: str | Path,
+    *,
+    seed_length: bool = False,
+    name: str | None = None,
+    warnings: list[str] | None = None,
 ) -> CheckedLog:
     """Check a log file as ``load_log`` loads it (the same error, or the same call count),
-    keeping no chunk, and list what a newer harness would refuse as warnings."""
+    keeping no chunk, and list what a newer harness would refuse as warnings.
+
+    The warnings go to ``warnings`` when given, so those found before an error are kept.
+    """
     file = name or str(path)
     try:
         with open(path, "rb") as handle, gc_paused():
-            return _check_lines(handle, file, seed_length)
+            return _check_lines(handle, file, seed_length, [] if warnings is None else warnings)
     except OSError as exc:  # cannot open, or a read fails midway (EIO)
         raise unreadable_log_error(path, file, exc) from None
 
@@ -535,10 +542,12 @@ def check_log(
 def check_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> CheckedLog:
     """Check a log held in memory (same rules as ``check_log``)."""
     with gc_paused():
-        return _check_lines(io.BytesIO(data), file, seed_length)
+        return _check_lines(io.BytesIO(data), file, seed_length, [])
 
 
-def _check_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> CheckedLog:
+def _check_lines(
+    lines: Iterable[bytes], file: str | None, use_seed: bool, warnings: list[str]
+) -> CheckedLog:
     """``derive._derive_lines`` without the chunks: the same decoders in the same order."""
     header: dict[str, Any] | None = None
     checker = Checker(file)
@@ -546,7 +555,6 @@ def _check_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> Ch
     put = sink.put
     check_chunk = checker.chunk
     check_run = checker.run
-    warnings: list[str] = []
     start = 0
     direct = True  # no seed to honour (or it is passed): feed the checker, not the sink
     index = 0

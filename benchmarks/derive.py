@@ -34,6 +34,7 @@ from gen import ensure_corpus_log, ensure_log, write_log  # noqa: E402
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
 from replay_engine.derive import load_log  # noqa: E402
+from replay_engine.logscan import check_log  # noqa: E402
 
 DATA = HERE / "_data"
 MB = 1_000_000
@@ -108,28 +109,39 @@ with open(sys.argv[1], "rb") as handle:
 """
 
 
-def _process(argv: list[str]) -> float:
-    """Wall seconds of a whole process (start-up included)."""
+def _process(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of a whole process, start-up included."""
     t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def _process_rounds(runs: dict[str, list[str]], reps: int) -> dict[str, list[float]]:
-    """Wall seconds of each command, interleaved round by round like ``_rounds``."""
-    out: dict[str, list[float]] = {name: [] for name in runs}
+def _process_rounds(runs: dict[str, list[str]], reps: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of each command, interleaved round by round like ``_rounds``."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in runs}
     for _ in range(reps):
         for name, argv in runs.items():
-            out[name].append(_process(argv))
+            wall, cpu = _process(argv)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
     return out
 
 
-def _report_processes(timed: dict[str, list[float]], floor: str, target: float) -> None:
-    for name, walls in timed.items():
-        ratio = statistics.median(w / f for w, f in zip(walls, timed[floor], strict=True))
+def _report_processes(timed: dict[str, tuple[list[float], list[float]]], floor: str, target: float) -> None:
+    """Best and median wall, median CPU, and the median per-round ratios (wall and CPU) to the floor."""
+    floor_walls, floor_cpus = timed[floor]
+    for name, (walls, cpus) in timed.items():
+        ratio = statistics.median(w / f for w, f in zip(walls, floor_walls, strict=True))
+        cpu_ratio = statistics.median(c / f for c, f in zip(cpus, floor_cpus, strict=True))
         verdict = "" if name == floor else f"  (<= {target:.2f}x: {'ok' if ratio <= target else 'MISSED'})"
-        print(f"  {name:36} best {min(walls):6.3f} s  median {statistics.median(walls):6.3f} s"
-              f"  {ratio:5.2f}x {floor}{verdict}")
+        print(f"  {name:32} wall best {min(walls):6.3f} s  median {statistics.median(walls):6.3f} s"
+              f"  cpu median {statistics.median(cpus):6.3f} s  {ratio:5.2f}x wall {cpu_ratio:5.2f}x cpu"
+              f"{verdict}")
 
 
 def _dsh_replay() -> list[str]:
@@ -166,6 +178,7 @@ def corpus_shape(mb: int, reps: int) -> None:
             "floor: orjson.loads per line": lambda: _floor_orjson(log),
             "floor: msgspec decode per line": lambda: _floor_msgspec(log),
             "load_log": lambda: load_log(log),
+            "check_log (what validate runs)": lambda: check_log(log),
         },
         reps,
     )
@@ -196,7 +209,7 @@ def start_up(reps: int) -> None:
          "dsh-replay validate --help": [*_dsh_replay(), "validate", "--help"]},
         max(reps, 10),
     )
-    for name, walls in timed.items():
+    for name, (walls, _cpus) in timed.items():
         ok = "ok" if min(walls) <= 0.150 else "MISSED"
         verdict = "" if name.startswith("floor") else f"  (<= 0.150 s: {ok})"
         print(f"  {name:36} best {min(walls) * 1000:6.1f} ms  "

@@ -470,6 +470,16 @@ class Checker:
         self._first_line = 0
         self._last_line = 0
 
+    @property
+    def state(self) -> tuple[str | None, int, int, int]:
+        """(open call's key, its first and last line, calls so far), for a caller that keeps
+        them in locals while it checks the common lines itself."""
+        return self._key, self._first_line, self._last_line, self.count
+
+    @state.setter
+    def state(self, value: tuple[str | None, int, int, int]) -> None:
+        self._key, self._first_line, self._last_line, self.count = value
+
     def _close(self) -> None:
         if self._key is not None:  # every open call lacks its finish chunk
             raise unfinished_call_error(
@@ -548,13 +558,16 @@ def check_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool =
 def _check_lines(
     lines: Iterable[bytes], file: str | None, use_seed: bool, warnings: list[str]
 ) -> CheckedLog:
-    """``derive._derive_lines`` without the chunks: the same decoders in the same order."""
+    """``derive._derive_lines`` without the chunks: the same decoders in the same order.
+
+    The checker's state lives in locals while the chunk lines stream past (the common case,
+    inlined); it is handed to the checker around every call that feeds it.
+    """
     header: dict[str, Any] | None = None
     checker = Checker(file)
     sink = Sink(checker)
     put = sink.put
-    check_chunk = checker.chunk
-    check_run = checker.run
+    open_key, first, last, count = checker.state
     start = 0
     direct = True  # no seed to honour (or it is passed): feed the checker, not the sink
     index = 0
@@ -583,7 +596,9 @@ def _check_lines(
             try:
                 event = line_decoder.decode(raw)
             except msgspec.DecodeError:
+                checker.state = (open_key, first, last, count)
                 index = slow_line(raw, number, index, sink, file, warnings)
+                open_key, first, last, count = checker.state
                 direct = sink.pending is None and index >= start
                 continue
             _raw_envelope_warnings(raw, file, number, warnings)
@@ -601,13 +616,26 @@ def _check_lines(
                     key = keys[turn, step] = f"{turn}/{step}"
             else:
                 key = call_key(turn, step)
-            if direct:
-                check_chunk(key, chunk, None, number)
+            if direct:  # Checker.chunk, inlined
+                if chunk is None:
+                    raise missing_chunk_error(file, key, number)
+                if key != open_key:
+                    if open_key is not None:
+                        raise unfinished_call_error(file, open_key, count, first, last)
+                    open_key = key
+                    first = number
+                last = number
+                if type(chunk) is dict and chunk.get("type") == "finish":
+                    count += 1
+                    open_key = None
             else:
+                checker.state = (open_key, first, last, count)
                 put((index, 0, key, chunk, None, number))
+                open_key, first, last, count = checker.state
                 direct = sink.pending is None and index + 1 >= start
             index += 1
         elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
+            checker.state = (open_key, first, last, count)
             fields = packed_fields(raw, kind)
             if fields is None:
                 index = slow_line(raw, number, index, sink, file)
@@ -617,16 +645,20 @@ def _check_lines(
                 key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
                 members: Sequence[int] = range(len(payload))
                 if direct:
-                    check_run(key, members, members, number)
+                    checker.run(key, members, members, number)
                 else:
                     put((index, 2, key, members, members, number))
                 index += len(payload)
+            open_key, first, last, count = checker.state
             direct = sink.pending is None and index >= start
         elif kind == "compaction/summary":
+            checker.state = (open_key, first, last, count)
             index = slow_line(raw, number, index, sink, file)
+            open_key, first, last, count = checker.state
             direct = sink.pending is None and index >= start
         else:
             index += 1
+    checker.state = (open_key, first, last, count)
     sink.flush(index)
     calls = checker.finish()
     seed = float(header.get("seedLength", 0)) if header else 0.0

@@ -285,8 +285,11 @@ def run() -> None:
     what the process holds (output flushed first), which is most of a short run's teardown."""
     code = main()
     if _command_of(sys.argv[1:]) == "validate":
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # the reader went away (a closed pipe): nothing left to tell
+            code = code or 1
         os._exit(code)
     sys.exit(code)
 

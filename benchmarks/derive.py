@@ -1,8 +1,12 @@
-"""Benchmark: load + derive a ~100 MB session log against a decode-only floor.
+"""Benchmark: load + derive a ~100 MB session log against decode-only floors, in two shapes.
 
-Run by hand: ``python3 benchmarks/derive.py [--mb 100] [--reps 5]``. The log is
-generated once into ``benchmarks/_data/`` (reused afterwards). Target on a
-2-core machine: <= 1.0 s wall (>= 100 MB/s) and peak RSS <= 2.5x the file size.
+Run by hand: ``python3 benchmarks/derive.py [--mb 100] [--reps 5]``. Two logs are built once
+into ``benchmarks/_data/`` (reused afterwards): the generated "packed" shape (90 % of delta
+runs in packed rows) and the "corpus" shape (the conformance corpus's own logs replicated:
+mostly single chunk lines and large non-chunk events, few packed rows; skipped when the
+corpus is absent). Targets on a 2-core machine: packed load <= 1.0 s wall and peak RSS <=
+2.5x the file size; the whole ``dsh-replay validate`` process on the corpus shape <= 1.0x an
+orjson-per-line parse process of the same file; ``dsh-replay --help`` <= 150 ms.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import msgspec  # noqa: E402
+import orjson  # noqa: E402
 from gen import VERSION as GEN_VERSION  # noqa: E402
-from gen import ensure_log, write_log  # noqa: E402
+from gen import ensure_corpus_log, ensure_log, write_log  # noqa: E402
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
 from replay_engine.derive import load_log  # noqa: E402
+from replay_engine.logscan import check_log  # noqa: E402
 
 DATA = HERE / "_data"
 MB = 1_000_000
@@ -85,6 +91,131 @@ def _floor_msgspec(path: Path) -> None:
                 decode(line)
 
 
+def _floor_orjson(path: Path) -> None:
+    loads = orjson.loads
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                loads(line)
+
+
+ORJSON_PROCESS = """
+import orjson, sys
+loads = orjson.loads
+with open(sys.argv[1], "rb") as handle:
+    for line in handle:
+        if line.strip():
+            loads(line)
+"""
+
+
+def _process(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of a whole process, start-up included."""
+    t = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _process_rounds(runs: dict[str, list[str]], reps: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of each command, interleaved round by round like ``_rounds``."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in runs}
+    for _ in range(reps):
+        for name, argv in runs.items():
+            wall, cpu = _process(argv)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+    return out
+
+
+def _report_processes(timed: dict[str, tuple[list[float], list[float]]], floor: str, target: float) -> None:
+    """Best and median wall, median CPU, and the median per-round ratios (wall and CPU) to the floor."""
+    floor_walls, floor_cpus = timed[floor]
+    for name, (walls, cpus) in timed.items():
+        ratio = statistics.median(w / f for w, f in zip(walls, floor_walls, strict=True))
+        cpu_ratio = statistics.median(c / f for c, f in zip(cpus, floor_cpus, strict=True))
+        verdict = "" if name == floor else f"  (<= {target:.2f}x: {'ok' if ratio <= target else 'MISSED'})"
+        print(f"  {name:32} wall best {min(walls):6.3f} s  median {statistics.median(walls):6.3f} s"
+              f"  cpu median {statistics.median(cpus):6.3f} s  {ratio:5.2f}x wall {cpu_ratio:5.2f}x cpu"
+              f"{verdict}")
+
+
+def _dsh_replay() -> list[str]:
+    """The installed ``dsh-replay`` next to this interpreter, else the module."""
+    script = Path(sys.executable).with_name("dsh-replay")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "replay_engine.cli"]
+
+
+def corpus_shape(mb: int, reps: int) -> None:
+    """The realistic log: load in-process vs floors, and the whole validate process vs orjson."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from conftest import conformance_dir  # the tests' lookup of ../shared/conformance
+
+    corpus = conformance_dir()
+    if corpus is None:
+        print("corpus shape: skipped (conformance corpus absent; set DSH_REPLAY_CONFORMANCE_DIR)")
+        return
+    scenario = DATA / f"corpus-{mb}mb"
+    log = ensure_corpus_log(scenario / "session.jsonl", mb * MB, corpus)
+    size = log.stat().st_size
+    data = log.read_bytes()
+    packed = sum(data.count(f'"type":"{k}"'.encode()) for k in ("text-chunks", "reasoning-chunks",
+                                                                 "tool-call-chunks"))
+    loaded = load_log(log)
+    lines, chunk_lines = data.count(b"\n"), data.count(b'"type":"assistant/chunk"')
+    print(f"corpus shape {log.relative_to(HERE.parent)}: {size / MB:.1f} MB, {lines} lines "
+          f"({chunk_lines} chunk lines, about {packed} packed rows), "
+          f"{loaded.event_count} events, {len(loaded.entries)} calls")
+    del loaded, data
+    gc.collect()
+    print(f"  in-process ({reps} rounds)")
+    timed = _rounds(
+        {
+            "floor: orjson.loads per line": lambda: _floor_orjson(log),
+            "floor: msgspec decode per line": lambda: _floor_msgspec(log),
+            "load_log": lambda: load_log(log),
+            "check_log (what validate runs)": lambda: check_log(log),
+        },
+        reps,
+    )
+    floors = {"orjson floor": timed["floor: orjson.loads per line"][0],
+              "msgspec floor": timed["floor: msgspec decode per line"][0]}
+    for name, result in timed.items():
+        _report("  " + name, result, size, floors)
+    print(f"  whole processes ({reps} rounds; ratio: median of per-round ratios)")
+    _report_processes(
+        _process_rounds(
+            {
+                "floor: orjson-per-line process": [sys.executable, "-c", ORJSON_PROCESS, str(log)],
+                "dsh-replay validate": [*_dsh_replay(), "validate", str(scenario)],
+            },
+            reps,
+        ),
+        "floor: orjson-per-line process",
+        1.0,
+    )
+
+
+def start_up(reps: int) -> None:
+    """``dsh-replay --help`` against a bare interpreter start."""
+    print(f"start-up ({max(reps, 10)} rounds)")
+    timed = _process_rounds(
+        {"floor: python -c pass": [sys.executable, "-c", "pass"],
+         "dsh-replay --help": [*_dsh_replay(), "--help"],
+         "dsh-replay validate --help": [*_dsh_replay(), "validate", "--help"]},
+        max(reps, 10),
+    )
+    for name, (walls, _cpus) in timed.items():
+        ok = "ok" if min(walls) <= 0.150 else "MISSED"
+        verdict = "" if name.startswith("floor") else f"  (<= 0.150 s: {ok})"
+        print(f"  {name:36} best {min(walls) * 1000:6.1f} ms  "
+              f"median {statistics.median(walls) * 1000:6.1f} ms{verdict}")
+
+
 def _rss(call: str) -> tuple[int, int, int, float]:
     """Run ``call`` in a fresh interpreter; its baseline and peak RSS (bytes) and wall time.
 
@@ -131,7 +262,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=int, default=100, help="log size in MB (10^6 bytes)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
+    parser.add_argument("--shape", choices=("all", "packed", "corpus", "start-up"), default="all",
+                        help="which measurements to run")
     args = parser.parse_args()
+    if args.shape in ("all", "packed"):
+        packed_shape(args)
+    if args.shape in ("all", "corpus"):
+        corpus_shape(args.mb, args.reps)
+    if args.shape in ("all", "start-up"):
+        start_up(args.reps)
+
+
+def packed_shape(args: argparse.Namespace) -> None:
+    """The generated log with most delta runs packed (the original measurements)."""
 
     scenario = DATA / f"scenario-{args.mb}mb-v{GEN_VERSION}"
     log = ensure_log(scenario / "session.jsonl", args.mb * MB)

@@ -246,3 +246,44 @@ def ensure_log(path: Path, target_bytes: int, seed: int = 1) -> Path:
     if not path.is_file() or abs(path.stat().st_size - target_bytes) > target_bytes // 10:
         write_log(path, target_bytes, seed)
     return path
+
+
+def write_corpus_log(path: Path, target_bytes: int, corpus: Path) -> dict[str, int]:
+    """A log made of the conformance corpus's own recorded events, replicated to ``target_bytes``.
+
+    This is the shape real logs have: mostly single ``assistant/chunk`` lines and large
+    non-chunk events, few packed rows. Only logs that load (every call finished) are used, one
+    header on top, each copy's lines as recorded (projected or not).
+    """
+    expected = corpus / "expected"
+    bodies: list[bytes] = []
+    for log in sorted((corpus / "scenarios").glob("*/session*.jsonl")):
+        result = json.loads((expected / f"{log.parent.name}.json").read_text(encoding="utf-8"))
+        if not result.get("ok"):
+            continue
+        lines = [line for line in log.read_bytes().splitlines(keepends=True) if line.strip()]
+        body = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines[1:])
+        bodies.append(body)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    size = lines_out = 0
+    with open(tmp, "wb") as handle:
+        head = _dumps({"type": "session", "id": "corpus", "createdAt": 1_786_073_817_152}) + "\n"
+        handle.write(head.encode())
+        size += len(head)
+        while size < target_bytes:
+            for body in bodies:
+                handle.write(body)
+                size += len(body)
+                lines_out += body.count(b"\n")
+                if size >= target_bytes:
+                    break
+    tmp.replace(path)
+    return {"bytes": size, "lines": lines_out + 1}
+
+
+def ensure_corpus_log(path: Path, target_bytes: int, corpus: Path) -> Path:
+    """Build the replicated-corpus log unless one of about the right size is already there."""
+    if not path.is_file() or abs(path.stat().st_size - target_bytes) > target_bytes // 10:
+        write_corpus_log(path, target_bytes, corpus)
+    return path

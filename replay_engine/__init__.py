@@ -9,95 +9,184 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .authoring import EntryComparison, EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
-from .authoring_unfinished import open_draft
-from .config import load_serve_config
-from .derive import derive_replay_script, js_string, load_log
-from .engine import (
-    DEFAULT_RUN,
-    BindingState,
-    CallHandle,
-    CallRecord,
-    Pace,
-    ReplayEngine,
-    RunState,
-    diff_scripts,
-    events,
-)
-from .errors import (
-    UNFINISHED_CALL,
-    AbortedError,
-    BindingError,
-    ConfigError,
-    DerivationError,
-    InputError,
-    LogParseError,
-    NotConsumedError,
-    PlaceholderError,
-    ReplayError,
-    ScenarioNotFoundError,
-    ScriptedFailure,
-    ScriptExhaustedError,
-    SidecarError,
-    UnrecordedSessionError,
-)
-from .files import Rename, atomic_write, fingerprint
-from .logs import parse_session_header, parse_session_log
-from .models import (
-    AnyEntry,
-    ChunksEntry,
-    HangEntry,
-    ModelConfig,
-    OverrideDocument,
-    OverridePatch,
-    ProviderConfig,
-    ReplayConfig,
-    ReplayEntry,
-    ScriptEntry,
-    SessionHeader,
-    SessionScript,
-    ThrowEntry,
-    entry_to_json,
-)
-from .placeholders import resolve_scripted_entry
-from .presentation import (
-    EXIT_FAILED,
-    EXIT_NOT_CONSUMED,
-    EXIT_OK,
-    EXIT_USAGE,
-    summarize_entry,
-    verdict,
-    verdict_text,
-)
-from .scenario import (
-    CHILD_RE,
-    PRIMARY_NAME,
-    Scenario,
-    load_replay_script,
-    load_scenario,
-    load_scenario_config,
-    load_session_scripts,
-)
-from .sidecar import SIDECAR_NAME, Sidecar, load_sidecar, parse_sidecar_text, validate_entry, validate_sidecar
-
 if TYPE_CHECKING:
+    from .authoring import EntryComparison, EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
+    from .authoring_unfinished import open_draft
+    from .config import load_serve_config
     from .demo_agent import run_demo_agent
+    from .derive import derive_replay_script, js_string, load_log
+    from .engine import (
+        DEFAULT_RUN,
+        BindingState,
+        CallHandle,
+        CallRecord,
+        Pace,
+        ReplayEngine,
+        RunState,
+        diff_scripts,
+        events,
+    )
+    from .errors import (
+        UNFINISHED_CALL,
+        AbortedError,
+        BindingError,
+        ConfigError,
+        DerivationError,
+        InputError,
+        LogParseError,
+        NotConsumedError,
+        PlaceholderError,
+        ReplayError,
+        ScenarioNotFoundError,
+        ScriptedFailure,
+        ScriptExhaustedError,
+        SidecarError,
+        UnrecordedSessionError,
+    )
+    from .files import Rename, atomic_write, fingerprint
+    from .logs import parse_session_header, parse_session_log
+    from .models import (
+        AnyEntry,
+        ChunksEntry,
+        HangEntry,
+        ModelConfig,
+        OverrideDocument,
+        OverridePatch,
+        ProviderConfig,
+        ReplayConfig,
+        ReplayEntry,
+        ScriptEntry,
+        SessionHeader,
+        SessionScript,
+        ThrowEntry,
+        entry_to_json,
+    )
+    from .placeholders import resolve_scripted_entry
+    from .presentation import (
+        EXIT_FAILED,
+        EXIT_NOT_CONSUMED,
+        EXIT_OK,
+        EXIT_USAGE,
+        summarize_entry,
+        verdict,
+        verdict_text,
+    )
+    from .scenario import (
+        CHILD_RE,
+        PRIMARY_NAME,
+        Scenario,
+        load_replay_script,
+        load_scenario,
+        load_scenario_config,
+        load_session_scripts,
+    )
     from .server import ReplayServer, is_loopback
+    from .sidecar import (
+        SIDECAR_NAME,
+        Sidecar,
+        load_sidecar,
+        parse_sidecar_text,
+        validate_entry,
+        validate_sidecar,
+    )
 
-_LAZY = {"ReplayServer": "server", "is_loopback": "server", "run_demo_agent": "demo_agent"}
-"""Public names whose modules are imported on first access (uvicorn, starlette, httpx)."""
+_LAZY: dict[str, str] = {
+    "EntryComparison": "authoring",
+    "EntryTextError": "authoring",
+    "OverrideDraft": "authoring",
+    "SavedSidecar": "authoring",
+    "parse_entry_text": "authoring",
+    "open_draft": "authoring_unfinished",
+    "load_serve_config": "config",
+    "derive_replay_script": "derive",
+    "js_string": "derive",
+    "load_log": "derive",
+    "DEFAULT_RUN": "engine",
+    "BindingState": "engine",
+    "CallHandle": "engine",
+    "CallRecord": "engine",
+    "Pace": "engine",
+    "ReplayEngine": "engine",
+    "RunState": "engine",
+    "diff_scripts": "engine",
+    "events": "engine",
+    "UNFINISHED_CALL": "errors",
+    "AbortedError": "errors",
+    "BindingError": "errors",
+    "ConfigError": "errors",
+    "DerivationError": "errors",
+    "InputError": "errors",
+    "LogParseError": "errors",
+    "NotConsumedError": "errors",
+    "PlaceholderError": "errors",
+    "ReplayError": "errors",
+    "ScenarioNotFoundError": "errors",
+    "ScriptedFailure": "errors",
+    "ScriptExhaustedError": "errors",
+    "SidecarError": "errors",
+    "UnrecordedSessionError": "errors",
+    "Rename": "files",
+    "atomic_write": "files",
+    "fingerprint": "files",
+    "parse_session_header": "logs",
+    "parse_session_log": "logs",
+    "AnyEntry": "models",
+    "ChunksEntry": "models",
+    "HangEntry": "models",
+    "ModelConfig": "models",
+    "OverrideDocument": "models",
+    "OverridePatch": "models",
+    "ProviderConfig": "models",
+    "ReplayConfig": "models",
+    "ReplayEntry": "models",
+    "ScriptEntry": "models",
+    "SessionHeader": "models",
+    "SessionScript": "models",
+    "ThrowEntry": "models",
+    "entry_to_json": "models",
+    "resolve_scripted_entry": "placeholders",
+    "EXIT_FAILED": "presentation",
+    "EXIT_NOT_CONSUMED": "presentation",
+    "EXIT_OK": "presentation",
+    "EXIT_USAGE": "presentation",
+    "summarize_entry": "presentation",
+    "verdict": "presentation",
+    "verdict_text": "presentation",
+    "CHILD_RE": "scenario",
+    "PRIMARY_NAME": "scenario",
+    "Scenario": "scenario",
+    "load_replay_script": "scenario",
+    "load_scenario": "scenario",
+    "load_scenario_config": "scenario",
+    "load_session_scripts": "scenario",
+    "SIDECAR_NAME": "sidecar",
+    "Sidecar": "sidecar",
+    "load_sidecar": "sidecar",
+    "parse_sidecar_text": "sidecar",
+    "validate_entry": "sidecar",
+    "validate_sidecar": "sidecar",
+    "ReplayServer": "server",
+    "is_loopback": "server",
+    "run_demo_agent": "demo_agent",
+}
+"""Where each public name lives: imported on first use, so ``import replay_engine`` (and
+the ``dsh-replay`` start-up) does not pay for pydantic, anyio and the server up front."""
 
 
 def __getattr__(name: str) -> Any:
-    """Import the server and the demo agent only when a caller asks for them."""
+    """Import a public name's module on first use (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+        raise AttributeError(f"module 'replay_engine' has no attribute {name!r}")
+    from importlib import import_module
 
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

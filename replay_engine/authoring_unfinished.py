@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .authoring import OverrideDraft, read_sidecar_file
 from .derive import Deriver, _gc_paused, _Sink, _slow_line
-from .errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError, LogParseError
-from .logs import decode_line, header_from_value
+from .errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError
+from .logs import decode_line, header_from_value, unreadable_log_error
 from .models import AnyEntry, ReplayConfig, ScriptEntry, SessionHeader
 from .scenario import PRIMARY_NAME, config_from_directory, load_scenario
 from .sidecar import SIDECAR_NAME, apply_sidecar
@@ -45,18 +45,17 @@ def load_primary_for_authoring(path: str | Path, name: str | None = None) -> Aut
     header: SessionHeader | None = None
     index = 0
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise LogParseError(f"{file}: cannot read the session log ({exc.strerror}).", file=file) from None
-    with handle, _gc_paused():
-        for number, raw in enumerate(handle, 1):
-            if header is None:
-                blank, value = decode_line(raw, file, number)
-                if not blank:
-                    header = header_from_value(value, file, number)
-                continue
-            index = _slow_line(raw, number, index, sink, file)
-        entries = sink.finish(index)
+        with open(path, "rb") as handle, _gc_paused():
+            for number, raw in enumerate(handle, 1):
+                if header is None:
+                    blank, value = decode_line(raw, file, number)
+                    if not blank:
+                        header = header_from_value(value, file, number)
+                    continue
+                index = _slow_line(raw, number, index, sink, file)
+    except OSError as exc:  # cannot open, or a read fails midway
+        raise unreadable_log_error(path, file, exc) from None
+    entries = sink.finish(index)
     return AuthoringPrimary(header or SessionHeader(), entries, list(deriver.unfinished))
 
 

@@ -6,75 +6,59 @@
 
 from __future__ import annotations
 
-import gc
 import io
 import math
 import struct
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import setitem
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
-from .errors import UNFINISHED_CALL, DerivationError, LogParseError
-from .logs import (
-    PACKED_CHUNK_TYPES,
-    decode_line,
-    expand_packed_row,
-    header_from_value,
-    null_event_error,
+from .logs import PACKED_CHUNK_TYPES, decode_line, header_from_value, unreadable_log_error
+from .logscan import (
+    _NO_TIME,
+    PackedFields,
+    Sink,
+    _Undefined,
+    call_key,
+    compaction_chunks,
+    gc_paused,
+    js_string,
+    line_decoder,
+    missing_chunk_error,
+    packed_fields,
+    seed_start,
+    slow_line,
+    unfinished_call_error,
 )
 from .models import ChunksEntry, ScriptEntry, SessionHeader
 
-_FINISH_STOP = {"kind": "stop"}
+__all__ = [
+    "Deriver",
+    "LoadedLog",
+    "call_key",
+    "derive_log_bytes",
+    "derive_replay_script",
+    "js_string",
+    "load_log",
+]
 
-
-class _UndefinedType:
-    def __repr__(self) -> str:
-        return "undefined"
-
-
-_Undefined: Any = _UndefinedType()
-"""A key absent from an event (JavaScript's ``undefined``)."""
-
-
-def js_string(value: Any) -> str:
-    """Render a JSON value the way JavaScript's ``String()`` does, for call keys."""
-    if value is _Undefined:
-        return "undefined"
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        return repr(value)
-    if isinstance(value, list):
-        return ",".join("" if v is None else js_string(v) for v in value)
-    return "[object Object]"
-
-
-def call_key(turn: Any, step: Any) -> str:
-    """``turn/step`` compared as text (``1``, ``1.0`` and ``"1"`` are one key)."""
-    return f"{js_string(turn)}/{js_string(step)}"
+# The names the lenient authoring reader shares with the loader (and ``_Sink`` below).
+_gc_paused = gc_paused
+_slow_line = slow_line
 
 
 class Deriver:
     """Groups chunk events into calls; ``finish()`` returns the script."""
 
-    __slots__ = ("file", "entries", "lenient", "unfinished", "_key", "_chunks", "_times",
-                 "_first_line", "_last_line")
+    __slots__ = ("file", "entries", "lenient", "unfinished", "untimed", "_key", "_chunks",
+                 "_times", "_first_line", "_last_line")
 
     def __init__(self, file: str | None = None, *, lenient: bool = False) -> None:
         self.file = file
@@ -83,6 +67,9 @@ class Deriver:
         """Keep a call without a finish chunk as a chunks entry instead of raising (authoring)."""
         self.unfinished: list[int] = []
         """Indices in ``entries`` of the calls kept that way (lenient mode only)."""
+        self.untimed = 0
+        """Chunk events and packed rows that left their time out (projected log): they pace
+        with no gap."""
         self._key: str | None = None
         self._chunks: list[dict[str, Any]] = []
         self._times: array[int] = array("q")
@@ -100,19 +87,8 @@ class Deriver:
                 self.unfinished.append(position)
                 self._add(key, chunks, self._times)
                 return
-            where = f"{self.file or '<log>'}:{self._first_line}-{self._last_line}"
-            raise DerivationError(
-                f"{where}: model call {key} (call #{position} of the script) ended "
-                "without a finish chunk: the stream threw while it was recorded, so the call "
-                "cannot be derived. This scenario needs a replay.override.json sidecar holding "
-                "a bare list of entries that replaces the derived script, with a throw or hang "
-                "entry for that call (a patches sidecar cannot help: derivation fails first). "
-                f"Quickest fix: dsh-replay override SCENARIO --at {position} --throw MESSAGE "
-                "--code CODE (or --hang) writes it, every other call as recorded.",
-                call_key=key,
-                file=self.file,
-                line=self._last_line,
-                code=UNFINISHED_CALL,
+            raise unfinished_call_error(
+                self.file, key, position, self._first_line, self._last_line
             )
         self._add(key, chunks, self._times)
 
@@ -134,13 +110,7 @@ class Deriver:
     def chunk(self, key: str, chunk: Any, time: Any, line: int) -> None:
         """One ``assistant/chunk``: open or continue the group under ``key``."""
         if chunk is None:
-            raise DerivationError(
-                f"{self.file or '<log>'}:{line}: assistant/chunk event of call {key} has no "
-                "data.chunk; restore the chunk or remove the event.",
-                call_key=key,
-                file=self.file,
-                line=line,
-            )
+            raise missing_chunk_error(self.file, key, line)
         if self._key != key:
             if self._key is not None:
                 self._close()
@@ -148,9 +118,16 @@ class Deriver:
             self._first_line = line
         self._last_line = line
         self._chunks.append(chunk)
-        self._times.append(time if type(time) is int and -(2**63) < time < 2**63 else _as_time(time))
+        self._times.append(time if type(time) is int and -(2**63) < time < 2**63 else self._time(time))
         if isinstance(chunk, dict) and chunk.get("type") == "finish":
             self._add(key, self._chunks, self._times)
+
+    def _time(self, value: Any) -> int:
+        """A time that is not a plain int64: a missing one is 0 and counted, others as SPEC says."""
+        if value is _NO_TIME:
+            self.untimed += 1
+            return 0
+        return _as_time(value)
 
     def run(self, key: str, chunks: list[dict[str, Any]], times: array[int], line: int) -> None:
         """The delta chunks of one packed row at once (same as ``chunk`` per member; never a finish)."""
@@ -170,41 +147,9 @@ class Deriver:
     def compaction(self, data: Any, time: Any, line: int) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true."""
         self._close()
-        where = f"{self.file or '<log>'}:{line}"
-        if not isinstance(data, dict):
-            raise DerivationError(
-                f"{where}: compaction/summary event has no data object; restore it or remove "
-                "the event.",
-                file=self.file,
-                line=line,
-            )
-        if data.get("llmStreamCall") is not True:
+        chunks = compaction_chunks(data, self.file, line)
+        if chunks is None:
             return
-        raw = data.get("rawOutput")
-        if not isinstance(raw, list):
-            raise DerivationError(
-                f"{where}: compaction/summary with llmStreamCall true needs data.rawOutput "
-                "(a list of content blocks); restore it or set llmStreamCall to false.",
-                file=self.file,
-                line=line,
-            )
-        chunks: list[dict[str, Any]] = []
-        for i, block in enumerate(raw):
-            if block is None:
-                raise DerivationError(
-                    f"{where}: compaction/summary rawOutput[{i}] is null; every block must be "
-                    "an object.",
-                    file=self.file,
-                    line=line,
-                )
-            start: dict[str, Any] = {"type": "block-start", "index": i}
-            if isinstance(block, dict) and "type" in block:
-                start["blockType"] = block["type"]
-            chunks.append(start)
-            chunks.append({"type": "block-end", "index": i, "block": block})
-        if "usage" in data:
-            chunks.append({"type": "usage", "usage": data["usage"]})
-        chunks.append({"type": "finish", "reason": dict(_FINISH_STOP)})
         self._first_line = self._last_line = line
         t = _as_time(time)
         self._add("compaction", chunks, array("q", [t] * len(chunks)))
@@ -251,76 +196,16 @@ def derive_replay_script(events: list[Any], file: str | None = None) -> list[Scr
 
 # --- the streaming loader ---------------------------------------------------------------
 #
-# Each line is decoded once into a small Struct holding only what derivation reads (type,
-# time, data.turn/step/chunk): the payloads of the events it ignores are skipped, never
-# built. Packed rows are checked by a strict Struct and expanded a whole row at a time.
-# Anything unusual on a line (blank, not an object, malformed, an odd packed row, a
-# compaction) goes through ``_slow_line``: the exact rules of ``parse_session_log`` and
-# ``derive_replay_script``, so results and errors (naming the line) are the same. One
-# difference: inside the payloads derivation ignores, only JSON syntax is checked, so invalid
-# UTF-8 or a number beyond double range there is not an error (JavaScript reads both).
+# The line Structs and the slow path are in ``logscan`` (shared with the check-only reader);
+# here the chunks of packed rows are built a whole row at a time.
 
-_MAX_SAFE = 2**53 - 1
 _SAFE_RUN = 1000
 """Packed rows up to this many members cannot reach the int64 limits (1000 * 2^53 < 2^63)."""
 _INT64_MIN = -(2**63)
 _SHARED_TEXTS = 4096
 """Distinct member texts shared per log (the most frequent tokens come early); a bigger table
 no longer fits the CPU caches and costs more time than the memory it saves."""
-
-
-class _ChunkData(msgspec.Struct, gc=False):
-    turn: Any = _Undefined
-    step: Any = _Undefined
-    chunk: Any = None
-
-
-class _Event(msgspec.Struct, gc=False):
-    """What derivation reads of a line; other keys (and other events' payloads) are skipped."""
-
-    type: Any = None
-    time: Any = None
-    data: _ChunkData | None = None
-
-
-_SafeInt = Annotated[int, msgspec.Meta(ge=-_MAX_SAFE, le=_MAX_SAFE)]
-
-
-class _PackedData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    turn: int | float
-    step: int | float
-    index: int | float
-    dt: list[_SafeInt]
-    texts: list[str] | msgspec.UnsetType = msgspec.UNSET
-    id: str | msgspec.UnsetType = msgspec.UNSET
-    name: str | msgspec.UnsetType = msgspec.UNSET
-    args: list[str] | msgspec.UnsetType = msgspec.UNSET
-
-
-class _PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A packed row as SPEC section 2 allows it (integers given as floats go the slow way)."""
-
-    type: str
-    seq0: Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)]
-    time0: _SafeInt
-    data: _PackedData
-
-
-_event_decoder = msgspec.json.Decoder(_Event)
 _pack = struct.pack
-_packed_decoder = msgspec.json.Decoder(_PackedRow)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Collecting while millions of kept objects are allocated is most of the cost."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass(slots=True)
@@ -330,17 +215,18 @@ class LoadedLog:
     header: SessionHeader
     entries: list[ScriptEntry]
     event_count: int
+    untimed: int = 0
+    """Chunk events and packed rows that left their time out (see ``Deriver.untimed``)."""
 
 
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None) -> LoadedLog:
     """Stream a log file from disk, derive its script; slice by the header's seedLength if asked."""
     file = name or str(path)
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise LogParseError(f"{file}: cannot read the session log ({exc.strerror}).", file=file) from None
-    with handle, _gc_paused():
-        return _derive_lines(handle, file, seed_length)
+        with open(path, "rb") as handle, _gc_paused():
+            return _derive_lines(handle, file, seed_length)
+    except OSError as exc:  # cannot open, or a read fails midway (EIO)
+        raise unreadable_log_error(path, file, exc) from None
 
 
 def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> LoadedLog:
@@ -349,81 +235,20 @@ def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool 
         return _derive_lines(io.BytesIO(data), file, seed_length)
 
 
-_Item = tuple[int, int, Any, Any, Any, int]
-"""(event index, what, ...): 0 = chunk (key, chunk, time), 1 = compaction (data, time, -),
-2 = packed run (key, chunks, times); then the line."""
+class _Sink(Sink):
+    """The sink of a deriver that keeps the chunks: finishing returns the script."""
 
-
-class _Sink:
-    """Feeds the deriver the events at or after the seed index (SPEC section 3, children)."""
-
-    __slots__ = ("deriver", "start", "pending")
-
-    def __init__(self, deriver: Deriver) -> None:
-        self.deriver = deriver
-        self.start = 0
-        self.pending: list[_Item] | None = None
-        """Events kept until the end when a negative seed counts from the end."""
-
-    def put(self, item: _Item) -> None:
-        """Apply the item now, keep it for later, or drop it (before the seed index)."""
-        if self.pending is not None:
-            self.pending.append(item)
-        elif item[0] + (len(item[3]) if item[1] == 2 else 1) > self.start:
-            _apply(self.deriver, item, self.start)
+    __slots__ = ()
+    deriver: Deriver
 
     def finish(self, count: int) -> list[ScriptEntry]:
-        """Apply what a negative seed held back (the last ``-seed`` events), then finish."""
-        if self.pending is not None:
-            first = max(0, count + self.start)
-            for item in self.pending:
-                if item[0] + (len(item[3]) if item[1] == 2 else 1) > first:
-                    _apply(self.deriver, item, first)
+        """Apply what a negative seed held back, then finish the script."""
+        self.flush(count)
         return self.deriver.finish()
 
 
-def _apply(deriver: Deriver, item: _Item, first: int) -> None:
-    """Feed one item, skipping the members of a packed run before index ``first``."""
-    index, what, a, b, c, line = item
-    if what == 0:
-        deriver.chunk(a, b, c, line)
-    elif what == 1:
-        deriver.compaction(a, b, line)
-    else:
-        skip = first - index
-        if skip > 0:
-            b, c = b[skip:], c[skip:]
-        deriver.run(a, b, c, line)
-
-
-def _slow_line(raw: bytes, number: int, index: int, sink: _Sink, file: str | None) -> int:
-    """One line by the exact generic rules; returns the next event index."""
-    blank, value = decode_line(raw, file, number)
-    if blank:
-        return index
-    if value is None:
-        raise null_event_error(file, number)
-    if not isinstance(value, dict):
-        return index + 1
-    kind = value.get("type")
-    if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:
-        for turn, step, t, chunk in expand_packed_row(value, file, number):
-            sink.put((index, 0, call_key(turn, step), chunk, t, number))
-            index += 1
-        return index
-    if kind == "assistant/chunk":
-        data = value.get("data")
-        if not isinstance(data, dict):
-            data = {}
-        key = call_key(data.get("turn", _Undefined), data.get("step", _Undefined))
-        sink.put((index, 0, key, data.get("chunk"), value.get("time"), number))
-    elif kind == "compaction/summary":
-        sink.put((index, 1, value.get("data"), value.get("time"), None, number))
-    return index + 1
-
-
 def _packed_run(
-    raw: bytes, kind: str, texts_seen: dict[str, str]
+    raw: bytes, kind: str, texts_seen: dict[str, str], deriver: Deriver
 ) -> tuple[str, list[dict[str, Any]], array[int]] | None:
     """A well-formed, ordinary packed row as (key, chunks, times); None sends it the slow way.
 
@@ -431,36 +256,19 @@ def _packed_run(
     table of the first texts seen, kept small so that looking texts up stays cheap.
     """
     share = texts_seen.setdefault if len(texts_seen) < _SHARED_TEXTS else texts_seen.get
-    try:
-        row = _packed_decoder.decode(raw)
-    except msgspec.DecodeError:
+    fields: PackedFields | None = packed_fields(raw, kind)
+    if fields is None:
         return None
-    if row.type != kind:  # a repeated "type" key: the last one counts
-        return None
+    row, payload, ident, name = fields
     data = row.data
     turn, step, index, dt = data.turn, data.step, data.index, data.dt
-    if kind == "tool-call-chunks":
-        payload, ident, name = data.args, data.id, data.name
-        if (
-            isinstance(payload, msgspec.UnsetType)
-            or isinstance(ident, msgspec.UnsetType)
-            or not isinstance(data.texts, msgspec.UnsetType)
-        ):
-            return None
-    else:
-        payload = data.texts
-        if (
-            isinstance(payload, msgspec.UnsetType)
-            or not isinstance(data.args, msgspec.UnsetType)
-            or not isinstance(data.id, msgspec.UnsetType)
-            or not isinstance(data.name, msgspec.UnsetType)
-        ):
-            return None
     count = len(payload)
-    if not count or len(dt) != count - 1:
-        return None
+    time0 = row.time0
+    untimed = isinstance(time0, msgspec.UnsetType)  # a projected row: its members start at 0
+    if untimed:
+        time0 = 0
     try:  # struct packs faster than array() converts
-        packed = _pack(f"{count}q", *accumulate(dt, initial=row.time0))
+        packed = _pack(f"{count}q", *accumulate(dt, initial=time0))
     except struct.error:  # a time beyond int64: the slow way records it as 0
         return None
     times = array("q")
@@ -480,6 +288,8 @@ def _packed_run(
     chunks = list(map(dict.copy, repeat(template, count)))
     deque(map(setitem, chunks, repeat(field), map(share, payload, payload)), maxlen=0)
     key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
+    if untimed:
+        deriver.untimed += 1
     return key, chunks, times
 
 
@@ -495,7 +305,7 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
     direct = True  # no seed to honour (or it is passed): feed the deriver, not the sink
     index = 0
     number = 0
-    ev_decode = _event_decoder.decode
+    ev_decode = line_decoder.decode
     texts_seen: dict[str, str] = {}
     keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
     for raw in lines:
@@ -507,7 +317,7 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
             header = header_from_value(value, file, number)
             if use_seed:
                 seed = header.seedLength
-                start = sink.start = int(seed) if math.isfinite(seed) else 0
+                start = sink.start = seed_start(seed)
                 if start < 0:
                     sink.pending = []
                 direct = start == 0
@@ -538,7 +348,7 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
                 direct = sink.pending is None and index + 1 >= start
             index += 1
         elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
-            run = _packed_run(raw, kind, texts_seen)
+            run = _packed_run(raw, kind, texts_seen, deriver)
             if run is None:
                 index = _slow_line(raw, number, index, sink, file)
                 direct = sink.pending is None and index >= start
@@ -555,4 +365,5 @@ def _derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> L
             direct = sink.pending is None and index >= start
         else:
             index += 1
-    return LoadedLog(header or SessionHeader(), sink.finish(index), index)
+    entries = sink.finish(index)
+    return LoadedLog(header or SessionHeader(), entries, index, deriver.untimed)

@@ -7,13 +7,18 @@ skipping the payload of events derivation never reads.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .errors import LogParseError
-from .models import SessionHeader, as_safe_integer, is_number
+from .jsonnumbers import as_safe_integer, is_number
+
+if TYPE_CHECKING:
+    from .models import SessionHeader
 
 # JavaScript's String.prototype.trim() set: what counts as blank (SPEC 4a).
 WHITESPACE = (
@@ -30,6 +35,7 @@ PACKED_CHUNK_TYPES: dict[str, str] = {
 _TEXT_KEYS = frozenset({"turn", "step", "index", "dt", "texts"})
 _TOOL_KEYS = frozenset({"turn", "step", "index", "id", "dt", "args"})
 _ENVELOPE_KEYS = frozenset({"type", "seq0", "time0", "data"})
+_REQUIRED_ENVELOPE = frozenset({"type", "data"})
 
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
@@ -69,8 +75,9 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
             ) from None
 
 
-def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
-    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
+    """The header's fields from a decoded first line (SPEC section 2 defaults), as keywords of
+    ``SessionHeader``; kept apart so that checking a log needs no models."""
     if value is None:
         raise LogParseError(
             f"{_where(file, line)}: the header line is null; the first line of a session log "
@@ -79,44 +86,70 @@ def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
             line=line,
         )
     if not isinstance(value, dict):
-        return SessionHeader()
+        return {}
     ident = value.get("id")
     created = value.get("createdAt")
     seed = value.get("seedLength")
     extra = {k: v for k, v in value.items() if k not in ("id", "createdAt", "seedLength")}
-    return SessionHeader(
-        id=ident if isinstance(ident, str) else "",
-        createdAt=created if is_number(created) else 0,
-        seedLength=seed if is_number(seed) else 0,
-        extra=extra,
-    )
+    return {
+        "id": ident if isinstance(ident, str) else "",
+        "createdAt": created if is_number(created) else 0,
+        "seedLength": seed if is_number(seed) else 0,
+        "extra": extra,
+    }
+
+
+def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
+    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+    from .models import SessionHeader
+
+    return SessionHeader(**header_fields(value, file, line))
 
 
 def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
     return LogParseError(
         f"{_where(file, line)}: malformed packed chunk row: {what}. Packed rows must be "
-        '{"type","seq0","time0","data"} exactly as SPEC section 2 describes; re-record or '
-        "unpack this row.",
+        '{"type","seq0","time0","data"} exactly as SPEC section 2 describes (a projected log '
+        "may leave seq0 and time0 out); re-record or unpack this row.",
         file=file,
         line=line,
     )
 
 
+def fill_row_envelope(row: dict[str, Any], index: int) -> tuple[Any, Any]:
+    """A packed row's ``(seq0, time0)``, a projected log's missing ones filled (SPEC 2).
+
+    A missing ``seq0`` is ``index`` (the events before the row, rows expanded); a missing
+    ``time0`` is 0. A present value is returned as given, to be checked like any other.
+    """
+    return row.get("seq0", index), row.get("time0", 0)
+
+
 def expand_packed_row(
-    row: dict[str, Any], file: str | None, line: int
+    row: dict[str, Any], file: str | None, line: int, index: int
 ) -> list[tuple[Any, Any, int, dict[str, Any]]]:
-    """Expand a packed row into (turn, step, time, chunk) per member; validates the row fully."""
+    """Expand a packed row into (turn, step, time, chunk) per member; validates the row fully.
+
+    ``index`` is the number of events before the row in its log: a projected row without
+    ``seq0`` starts there.
+    """
     kind = str(row.get("type"))
     chunk_type = PACKED_CHUNK_TYPES[kind]
-    if set(row) != _ENVELOPE_KEYS:
+    envelope = row.keys()
+    if not (_REQUIRED_ENVELOPE <= envelope <= _ENVELOPE_KEYS):
         got = ", ".join(sorted(row))
-        raise _packed_error(file, line, f"envelope keys must be type, seq0, time0, data (got {got})")
-    seq0 = as_safe_integer(row["seq0"])
+        raise _packed_error(
+            file,
+            line,
+            f"envelope keys must be type, seq0?, time0?, data (got {got})",
+        )
+    raw_seq0, raw_time0 = fill_row_envelope(row, index)
+    seq0 = as_safe_integer(raw_seq0)
     if seq0 is None or seq0 < 0:
-        raise _packed_error(file, line, f"seq0 must be a non-negative integer (got {row['seq0']!r})")
-    time0 = as_safe_integer(row["time0"])
+        raise _packed_error(file, line, f"seq0 must be a non-negative integer (got {raw_seq0!r})")
+    time0 = as_safe_integer(raw_time0)
     if time0 is None:
-        raise _packed_error(file, line, f"time0 must be an integer (got {row['time0']!r})")
+        raise _packed_error(file, line, f"time0 must be an integer (got {raw_time0!r})")
     data = row["data"]
     if not isinstance(data, dict):
         raise _packed_error(file, line, "data must be an object")
@@ -186,9 +219,11 @@ def expand_packed_row(
     return out
 
 
-def _expand_to_events(row: dict[str, Any], file: str | None, line: int) -> list[dict[str, Any]]:
-    seq0 = as_safe_integer(row.get("seq0"))
-    members = expand_packed_row(row, file, line)
+def _expand_to_events(
+    row: dict[str, Any], file: str | None, line: int, index: int
+) -> list[dict[str, Any]]:
+    members = expand_packed_row(row, file, line, index)
+    seq0 = as_safe_integer(fill_row_envelope(row, index)[0])
     assert seq0 is not None
     return [
         {
@@ -220,11 +255,30 @@ def parse_session_header(text: str | bytes, file: str | None = None) -> SessionH
     """Read the header (first non-blank line); an empty log has the default header."""
     for number, value in iter_values(_lines(text), file):
         return header_from_value(value, file, number)
+    from .models import SessionHeader
+
     return SessionHeader()
 
 
+def fill_event_envelope(event: dict[str, Any], index: int) -> dict[str, Any]:
+    """The event with a projected log's missing ``seq`` (``index``) and ``time`` (0) filled.
+
+    The event itself is returned when both are present; a present value is kept as given.
+    """
+    if "seq" in event and "time" in event:
+        return event
+    filled = dict(event)
+    filled.setdefault("seq", index)
+    filled.setdefault("time", 0)
+    return filled
+
+
 def parse_session_log(text: str | bytes, file: str | None = None) -> list[Any]:
-    """Every event after the header, packed rows expanded to their original chunk events."""
+    """Every event after the header, packed rows expanded to their original chunk events.
+
+    Projected envelopes are filled in (SPEC 2): an event without ``seq`` gets the number of
+    events before it, one without ``time`` gets 0.
+    """
     events: list[Any] = []
     first = True
     for number, value in iter_values(_lines(text), file):
@@ -236,7 +290,9 @@ def parse_session_log(text: str | bytes, file: str | None = None) -> list[Any]:
             raise null_event_error(file, number)
         kind = value.get("type") if isinstance(value, dict) else None
         if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:  # a list "type" is no row
-            events.extend(_expand_to_events(value, file, number))
+            events.extend(_expand_to_events(value, file, number, len(events)))
+        elif isinstance(value, dict):
+            events.append(fill_event_envelope(value, len(events)))
         else:
             events.append(value)
     return events
@@ -250,3 +306,28 @@ def null_event_error(file: str | None, line: int) -> LogParseError:
         file=file,
         line=line,
     )
+
+
+def unreadable_log_error(path: str | Path, file: str, exc: OSError | None = None) -> LogParseError:
+    """The error for a log that is named but cannot be read: what is there instead, and the fix.
+
+    A scenario loads every ``session.N.jsonl`` it holds, so skipping one would silently replay
+    fewer sessions than were recorded.
+    """
+    path = Path(path)
+    fix = "restore the log, or remove or rename it if that session should not be replayed."
+    if path.is_symlink() and not path.exists():
+        what = f"the session log is a symbolic link to {os.readlink(path)!r}, which does not exist"
+    elif path.is_dir():
+        what = "the session log is a directory, not a file"
+    elif path.exists() and not path.is_file():
+        what = "the session log is not a regular file"
+    else:
+        reason = (exc.strerror or str(exc)) if exc is not None else "unknown error"
+        what = f"cannot read the session log ({reason})"
+    return LogParseError(
+        f"{file}: {what}; {fix}",
+        file=file,
+        code="LOG_UNREADABLE",
+    )
+

@@ -7,7 +7,6 @@ because they come from already-parsed logs and sit on the hot path.
 
 from __future__ import annotations
 
-import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -20,6 +19,10 @@ from pydantic import (
     StrictStr,
     model_validator,
 )
+
+from .jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from .jsonnumbers import as_safe_integer as as_safe_integer
+from .jsonnumbers import is_number as is_number
 
 CHUNK_TYPES: frozenset[str] = frozenset(
     {
@@ -34,27 +37,9 @@ CHUNK_TYPES: frozenset[str] = frozenset(
 )
 """Chunk ``type`` values a sidecar entry may carry (SPEC section 4)."""
 
-MAX_SAFE_INTEGER = 2**53 - 1
-
 Origin = Literal["derived", "patched", "replaced", "appended"]
 """Where a loaded entry came from: the log, a patch over it, a bare-list sidecar, or a patch
 past the end."""
-
-
-def as_safe_integer(value: object) -> int | None:
-    """Return ``value`` as an int when it is a JSON safe integer (``2.0`` counts), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if abs(value) <= MAX_SAFE_INTEGER else None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value) if abs(value) <= MAX_SAFE_INTEGER else None
-    return None
-
-
-def is_number(value: object) -> bool:
-    """True for JSON numbers; booleans are never numbers."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_chunk(value: object) -> dict[str, Any]:
@@ -293,6 +278,9 @@ class SessionScript:
     """The header seedLength."""
     header: SessionHeader = field(default_factory=SessionHeader)
     """The whole header."""
+    untimed: int = 0
+    """Chunk events and packed rows of the log that left their time out (a projected log):
+    recorded pacing has no gaps for them."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance JSON of this script."""

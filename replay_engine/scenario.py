@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,19 +17,20 @@ from .errors import (
     ScenarioNotFoundError,
     SidecarError,
 )
-from .logs import decode_line, header_from_value
+from .layout import CHILD_RE as CHILD_RE
+from .layout import PRIMARY_NAME as PRIMARY_NAME
+from .layout import missing_primary_error as _missing_primary_error
+from .layout import scenario_files
+from .logs import decode_line, header_from_value, unreadable_log_error
+from .logscan import child_unfinished_error
 from .models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .sidecar import (
-    SIDECAR_NAME,
     Sidecar,
     SidecarForm,
     apply_sidecar,
     load_sidecar,
     sidecar_is_bare_list,
 )
-
-PRIMARY_NAME = "session.jsonl"
-CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
 
 ENV_FILE = "DSH_SNAPSHOT_FILE"
 ENV_OVERRIDE = "DSH_SNAPSHOT_OVERRIDE"
@@ -69,27 +69,9 @@ class Scenario:
 
 def config_from_directory(path: str | Path) -> ReplayConfig:
     """The config a scenario directory stands for."""
-    root = Path(path)
-    if not root.exists():
-        raise ScenarioNotFoundError(
-            f"{root}: no such scenario directory; pass a directory holding session.jsonl.",
-            file=str(root),
-        )
-    if not root.is_dir():
-        raise ScenarioNotFoundError(
-            f"{root}: not a directory; pass the scenario directory that holds session.jsonl.",
-            file=str(root),
-        )
-    children: list[tuple[int, str]] = []
-    for entry in os.scandir(root):
-        match = CHILD_RE.match(entry.name)
-        if match and entry.is_file():
-            children.append((int(match.group(1)), entry.path))
-    children.sort()
+    primary, sidecar, children = scenario_files(path)
     return ReplayConfig(
-        file=str(root / PRIMARY_NAME),
-        overrideFile=str(root / SIDECAR_NAME),
-        childFiles=[p for _, p in children],
+        file=str(primary), overrideFile=str(sidecar), childFiles=[str(p) for p in children]
     )
 
 
@@ -102,6 +84,11 @@ def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
         overrideFile=env.get(ENV_OVERRIDE) or None,
         childFiles=[p for p in children.split(os.pathsep) if p] if children else [],
     )
+
+
+def log_present(path: Path) -> bool:
+    """Something holds the log's name (a file, or a directory or link that fails to load)."""
+    return os.path.lexists(path)
 
 
 def _slice_start(seed: float) -> float:
@@ -137,12 +124,8 @@ def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarEr
 
 
 def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
-    where = config.file or f"${ENV_FILE}"
-    return ScenarioNotFoundError(
-        f"{where}: the primary session log is missing; record the scenario "
-        f"({PRIMARY_NAME}) or supply a bare-list {SIDECAR_NAME} that replaces its script.",
-        file=config.file,
-    )
+    """The primary log is absent and no bare-list sidecar replaces its script."""
+    return _missing_primary_error(config.file, config.file or f"${ENV_FILE}")
 
 
 def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
@@ -154,18 +137,20 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
     primary_path = Path(config.file) if config.file else None
     headers: dict[str, SessionHeader] = {}
     derived: list[ScriptEntry] | None = None
+    untimed = 0
     watched: list[Path] = []
     if primary_path is not None:
         watched.append(primary_path)
     if config.overrideFile:
         watched.append(Path(config.overrideFile))
-    if primary_path is not None and primary_path.is_file():
+    if primary_path is not None and log_present(primary_path):
         if sidecar is not None and sidecar.form == "list":
             # A replacement never reads the primary's events (SPEC 4a): only its header.
             header = read_header(primary_path)
         else:
             loaded: LoadedLog = load_log(primary_path)
             header, derived = loaded.header, loaded.entries
+            untimed = loaded.untimed
         headers[primary_path.name] = header
     elif sidecar is None or sidecar.form != "list":
         raise missing_primary_error(config)
@@ -178,14 +163,15 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
         created_at=header.createdAt,
         entries=entries,
         primary=True,
-        file=str(primary_path) if primary_path is not None and primary_path.is_file() else None,
+        file=str(primary_path) if primary_path is not None and log_present(primary_path) else None,
         seed_length=header.seedLength,
         header=header,
+        untimed=untimed,
     )
     children: list[SessionScript] = []
     for child in config.childFiles:
         child_path = Path(child)
-        if not child_path.is_file():
+        if not log_present(child_path):
             raise ScenarioNotFoundError(
                 f"{child}: child session log not found; fix the path or remove it from the "
                 "child files.",
@@ -203,6 +189,7 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scen
                 file=str(child_path),
                 seed_length=loaded.header.seedLength,
                 header=loaded.header,
+                untimed=loaded.untimed,
             )
         )
     children.sort(key=lambda s: (s.created_at, s.recorded_id))
@@ -225,26 +212,20 @@ def load_child_log(path: Path) -> LoadedLog:
     except DerivationError as exc:
         if exc.code != UNFINISHED_CALL:
             raise
-        head = exc.message.split(" This scenario needs", 1)[0]
-        raise DerivationError(
-            f"{head} This is a child (subagent) log and replay.override.json applies only to "
-            "the primary session, so re-record the scenario or end that call in the child log "
-            'with a finish chunk (e.g. {"type":"finish","reason":{"kind":"error"}}).',
-            call_key=exc.call_key,
-            file=exc.file,
-            line=exc.line,
-            code=exc.code,
-        ) from None
+        raise child_unfinished_error(exc) from None
 
 
 def read_header(path: Path) -> SessionHeader:
     """Read only the header line of a log."""
     file = str(path)
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            blank, value = decode_line(raw, file, number)
-            if not blank:
-                return header_from_value(value, file, number)
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                blank, value = decode_line(raw, file, number)
+                if not blank:
+                    return header_from_value(value, file, number)
+    except OSError as exc:
+        raise unreadable_log_error(path, file, exc) from None
     return SessionHeader()
 
 

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from .derive import _gc_paused
 from .errors import MAX_LISTED_PROBLEMS, SidecarError
+from .layout import SIDECAR_NAME as SIDECAR_NAME
+from .logscan import gc_paused as _gc_paused
 from .models import (
     AnyEntry,
     OverrideDocument,
@@ -21,7 +22,6 @@ from .models import (
     as_safe_integer,
 )
 
-SIDECAR_NAME = "replay.override.json"
 _ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
 _entries_adapter: TypeAdapter[list[AnyEntry]] = TypeAdapter(list[ReplayEntry])
 

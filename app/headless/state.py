@@ -50,6 +50,12 @@ class DebugState:
         """The recorded session id of each script (empty before a scenario loads)."""
         return [s.recorded_id for s in self.scenario.scripts] if self.scenario else []
 
+    def untimed_logs(self) -> list[str]:
+        """File names of the loaded logs that leave chunk times out (projected logs)."""
+        if self.scenario is None:
+            return []
+        return [Path(s.file).name for s in self.scenario.scripts if s.untimed and s.file]
+
     def chunks_served(self, script_index: int, call_index: int) -> int | None:
         """How many chunks of a call the run has served (None: not bound to it now)."""
         served = None

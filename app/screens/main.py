@@ -220,6 +220,7 @@ class MainScreen(Screen[None]):
         self.header.show(
             scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
             breakpoints=len(engine.breakpoints), paused=len(engine.paused_sessions(run)),
+            untimed=self.state.untimed_logs(),
         )
         self.scripts_view.set_live(state, engine.breakpoints)
         self.live_pane.set_state(state, names)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.widget import Widget
 
@@ -19,8 +21,12 @@ class StatusHeader(Widget):
         return self.text
 
     def show(self, *, scenario: str, url: str, state: RunState, breakpoints: int,
-             paused: int) -> None:
-        """Render the facts (nothing here reads a clock, so snapshots are stable)."""
+             paused: int, untimed: Sequence[str] = ()) -> None:
+        """Render the facts (nothing here reads a clock, so snapshots are stable).
+
+        ``untimed`` names the logs without recorded chunk times: recorded pace has no gaps
+        to replay there, and the pace label says so.
+        """
         bound = len(state.bindings)
         text = Text()
         text.append("dsh-replay ", style="bold")
@@ -34,7 +40,10 @@ class StatusHeader(Widget):
             text.append("consumed ✓", style="bold green")
         else:
             text.append("not consumed", style="yellow")
-        text.append(f"  pace {state.pace.describe()}  mode ")
+        text.append(f"  pace {state.pace.describe()}")
+        if state.pace.mode == "recorded" and untimed:
+            text.append(f" — {', '.join(untimed)}: no recorded times, so no gaps", style="yellow")
+        text.append("  mode ")
         text.append(state.mode, style="bold" if state.mode == "run" else "bold yellow")
         if breakpoints:
             text.append(f"  breakpoints {breakpoints}", style="red")

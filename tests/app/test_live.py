@@ -243,3 +243,33 @@ async def test_demo_agent_drives_every_call() -> None:
         assert lines.index("demo agent started against " + app.url_label) < min(
             i for i, x in enumerate(lines) if x.startswith("bound "))
         await until(app, lambda: "consumed ✓" in header(app))
+
+
+async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Path) -> None:
+    """A projected log leaves chunk times out: the pace label must not pretend to replay gaps."""
+    import json
+
+    scenario = tmp_path / "projected"
+    scenario.mkdir()
+    lines = [line for line in (BASIC / "session.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = [lines[0]]
+    for line in lines[1:]:
+        event = json.loads(line)
+        for key in ("seq", "time", "seq0", "time0"):
+            event.pop(key, None)
+        out.append(json.dumps(event))
+    (scenario / "session.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    app = make_app(scenario, serve=False)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await app.ready.wait()
+        assert app.scenario is not None and app.scenario.scripts[0].untimed > 0
+        await pilot.press("t")
+        await until(app, lambda: "session.jsonl: no recorded times, so no gaps" in header(app))
+        await pilot.press("t")
+        await until(app, lambda: "no recorded times" not in header(app))
+    plain = make_app(BASIC, serve=False)
+    async with plain.run_test(size=(200, 40)) as pilot:
+        await plain.ready.wait()
+        await pilot.press("t")
+        await until(plain, lambda: "pace recorded x1" in header(plain))
+        assert "no recorded times" not in header(plain)

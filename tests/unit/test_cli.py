@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,33 @@ def test_installed_console_script() -> None:
                         text=True, timeout=120, check=False, cwd=ROOT)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == load_scenario(SAMPLES / "basic-chat").to_json()
+
+
+def test_command_list_help_lines_are_the_ones_the_modules_register() -> None:
+    """cli.py lists the subcommands without importing them; its lines must match theirs."""
+    from replay_engine.cli import SUBCOMMAND_MODULES, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    registered = {c.dest: c.help for c in sub._choices_actions}  # type: ignore[attr-defined]
+    for name, (_, help_line) in SUBCOMMAND_MODULES.items():
+        assert registered[name] == help_line, name
+
+
+@pytest.mark.parametrize(("argv", "loaded"), [
+    (["--help"], []),
+    (["validate", "--help"], []),
+    (["serve", "--help"], ["pydantic", "replay_engine.server"]),
+])
+def test_start_up_imports_only_what_the_command_needs(argv: list[str], loaded: list[str]) -> None:
+    heavy = ["pydantic", "anyio", "starlette", "uvicorn", "httpx", "msgspec", "replay_engine.models",
+             "replay_engine.engine", "replay_engine.server", "replay_engine.derive"]
+    code = ("import sys\nfrom replay_engine.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED:' + ','.join(m for m in {heavy!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    imported = [m for m in result.stdout.rsplit("LOADED:", 1)[1].strip().split(",") if m]
+    assert set(loaded) <= set(imported)
+    if not loaded:
+        assert imported == []

@@ -247,8 +247,8 @@ _DELETE = object()
 BIG = 2**53
 
 BAD_ROWS: list[tuple[str, dict[str, Any], tuple[str, ...], Any, str]] = [
-    ("extra-envelope-key", TEXT_ROW, ("seq",), 1, "envelope keys must be type, seq0, time0, data"),
-    ("missing-seq0", TEXT_ROW, ("seq0",), _DELETE, "envelope keys"),
+    ("extra-envelope-key", TEXT_ROW, ("seq",), 1, "envelope keys must be type, seq0?, time0?, data"),
+    ("null-seq0", TEXT_ROW, ("seq0",), None, "seq0 must be a non-negative integer (got None)"),
     ("missing-data", TEXT_ROW, ("data",), _DELETE, "envelope keys"),
     ("negative-seq0", TEXT_ROW, ("seq0",), -1, "seq0 must be a non-negative integer"),
     ("fraction-seq0", TEXT_ROW, ("seq0",), 1.5, "seq0 must be a non-negative integer"),

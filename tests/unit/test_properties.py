@@ -214,7 +214,7 @@ def test_reserialising_never_changes_scripts(session: tuple[dict[str, Any], list
 def test_event_line_padded_with_unicode_whitespace(pad: str) -> None:
     finish = '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"finish"}}}'
     text = f'{{"type":"session"}}\n{pad}{{"type":"note"}}{pad}\n{pad}{finish}\n'
-    assert parse_session_log(text)[0] == {"type": "note"}
+    assert parse_session_log(text)[0] == {"type": "note", "seq": 0, "time": 0}
     loaded = derive_log_bytes(text.encode())
     assert loaded.event_count == 2
     assert [e.call_key for e in loaded.entries] == ["1/1"]

@@ -47,9 +47,10 @@ def test_directory_children_are_exactly_digit_names(tmp_path: Path, names: list[
 
 
 def test_directory_with_child_directory_named_like_a_log(tmp_path: Path) -> None:
+    """Listed, so that loading it fails naming it (tests/unit/test_unreadable_logs.py)."""
     write_scenario(tmp_path, (header("p"), ONE_CALL))
     (tmp_path / "session.1.jsonl").mkdir()
-    assert config_from_directory(tmp_path).childFiles == []
+    assert config_from_directory(tmp_path).childFiles == [str(tmp_path / "session.1.jsonl")]
 
 
 @pytest.mark.parametrize("kind", ["missing", "file"])

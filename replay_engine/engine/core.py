@@ -81,6 +81,7 @@ class ReplayEngine:
         self._gate = StepGate()
         self._calls: dict[int, Call] = {}
         self._scan = PlaceholderScan()
+        self._ready_created: list[Path] = []
 
     # -- observation -------------------------------------------------------------------
 
@@ -115,6 +116,15 @@ class ReplayEngine:
     def runs(self) -> list[str]:
         """Names of the runs seen so far."""
         return list(self._runs)
+
+    def bound_runs(self) -> list[str]:
+        """Names of the runs where a session is bound now, in the order they were first seen."""
+        return [name for name, run in self._runs.items() if run.bindings]
+
+    @property
+    def created_ready_files(self) -> list[Path]:
+        """Hang readyFiles this engine created (not those that already existed), oldest first."""
+        return list(self._ready_created)
 
     def _run(self, name: str) -> Run:
         run = self._runs.get(name)
@@ -227,6 +237,10 @@ class ReplayEngine:
         call.status = "idle"
         self._calls.pop(call.id, None)
         binding = self._runs[call.run].bindings.get(call.key)
+        if outcome == "cancelled" and call.user_cancelled and not isinstance(call.entry, HangEntry):
+            rec.aborted = True
+            if binding is not None:
+                binding.aborted.append(call.call_index)
         if binding is not None and binding.call is call:
             binding.call = None
         args = (call.run, call.key, call.script_index, call.call_index, call.id)
@@ -292,7 +306,8 @@ class ReplayEngine:
                 raise ScriptedFailure(entry.message, entry.code)
             if isinstance(entry, HangEntry):
                 if entry.readyFile is not None:
-                    call.ready_file = str(touch_ready_file(self.ready_dir, entry.readyFile))
+                    call.ready_file = str(touch_ready_file(self.ready_dir, entry.readyFile,
+                                                           created=self._ready_created))
                 call.status = "hanging"
                 self._emit(ev.HangWaiting(call.run, call.key, call.script_index, call.call_index,
                                           call.id, call.ready_file))
@@ -312,11 +327,20 @@ class ReplayEngine:
 
     def cancel(self, session_id: str | None = None, *, run: str = DEFAULT_RUN,
                all_hanging: bool = False) -> int:
-        """Cancel one session's in-flight call, or (``all_hanging``) every hanging call."""
+        """Cancel one session's in-flight call, or (``all_hanging``) every hanging call.
+
+        A call cancelled here before its last chunk is recorded as aborted (``CallRecord.aborted``,
+        ``BindingState.aborted``); a hang's cancel is its normal end.
+        """
         calls = calls_to_cancel(self._run(run), session_id, all_hanging)
         for call in calls:
+            call.user_cancelled = True
             cancel_call(call)
         return len(calls)
+
+    def cancel_hanging(self) -> int:
+        """Cancel every hanging call of every run; returns how many."""
+        return sum(self.cancel(run=name, all_hanging=True) for name in list(self._runs))
 
     def cancel_all(self) -> int:
         """Cancel every in-flight call of every run (server shutdown)."""

@@ -10,10 +10,11 @@ from pathlib import Path
 from ..errors import READY_FILE, InputError
 
 
-def touch_ready_file(ready_dir: Path, name: str) -> Path:
+def touch_ready_file(ready_dir: Path, name: str, *, created: list[Path] | None = None) -> Path:
     """Create the hang entry's readyFile (relative names under ``ready_dir``); returns its path.
 
-    Raises InputError when the file exists with content or cannot be created.
+    A file that did not exist before is appended to ``created``. Raises InputError when the
+    file exists with content or cannot be created.
     """
     path = Path(name)
     if not path.is_absolute():
@@ -26,9 +27,12 @@ def touch_ready_file(ready_dir: Path, name: str) -> Path:
                 file=str(path),
                 code=READY_FILE,
             )
+        existed = path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab"):
             pass
+        if created is not None and not existed:
+            created.append(path)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot create the hang entry's readyFile ({exc.strerror}).",

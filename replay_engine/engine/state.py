@@ -45,6 +45,9 @@ class CallRecord:
     chunks_served: int = 0
     retry: bool = False
     """The request was a client library's retry of an earlier one."""
+    aborted: bool = False
+    """Cancelled through ``ReplayEngine.cancel`` (debugger or control API) before it was served
+    in full; a hang's cancel is its normal end and does not count."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -72,6 +75,7 @@ class Call:
     __slots__ = (
         "id", "run", "key", "script_index", "call_index", "entry", "times", "record",
         "cancelled", "wake", "budget", "status", "served", "ready_file", "run_to_end",
+        "user_cancelled",
     )
 
     def __init__(
@@ -93,6 +97,7 @@ class Call:
         self.served = 0
         self.ready_file: str | None = None
         self.run_to_end = False
+        self.user_cancelled = False
 
 
 @dataclass(slots=True)
@@ -103,6 +108,8 @@ class Binding:
     script_index: int
     cursor: int = 0
     call: Call | None = None
+    aborted: list[int] = field(default_factory=list)
+    """Indices of this session's calls that ``cancel`` aborted before their last chunk."""
 
 
 @dataclass(slots=True)
@@ -132,6 +139,9 @@ class BindingState:
     call_index: int | None
     chunks_served: int
     ready_file: str | None
+    aborted: tuple[int, ...] = ()
+    """Indices of the session's calls aborted by ``cancel`` before their last chunk (the
+    cursor still counts them: SPEC 5 advances at call time)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/state``)."""
@@ -186,6 +196,7 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 call_index=call.call_index if call is not None else None,
                 chunks_served=call.served if call is not None else 0,
                 ready_file=call.ready_file if call is not None else None,
+                aborted=tuple(b.aborted),
             )
         )
     return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace)

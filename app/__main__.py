@@ -26,7 +26,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = _Parser(prog="dsh-replay-tui",
-                description="Serve a recorded scenario to a live agent and debug the replay.")
+                description="Serve a recorded scenario to a live agent and debug the replay.",
+                epilog="On quit (q) the assert-consumed verdict is printed, one line per run that "
+                "bound a session. Exit status: 0 consumed, 3 not consumed, 1 the scenario never "
+                "loaded (nothing was served), 4 the server could not listen on its port (wins "
+                "over 1; both are printed), 2 bad arguments.")
     p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
     p.add_argument("--port", type=int, default=8765, help="port to listen on (0: a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
@@ -37,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
                    help="replay config, TOML or .json (providers, paceMs), as for dsh-replay serve")
     p.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
-                   help="where relative hang readyFiles are created (default: current directory)")
+                   help="where relative hang readyFiles are created (default: a temporary "
+                   "directory of the session, shown in Live and removed on quit)")
     p.add_argument("--url-file", type=Path, default=None, metavar="FILE",
                    help="write the base URL to FILE (atomically) once the server is up")
     p.add_argument("--sdk-retries", action="store_true",

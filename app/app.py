@@ -8,18 +8,19 @@ through its public methods.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import os
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from rich.text import Text
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 from replay_engine import (
-    EXIT_NOT_CONSUMED,
     ReplayEngine,
     ReplayError,
     ReplayServer,
@@ -27,11 +28,11 @@ from replay_engine import (
     atomic_write,
     is_loopback,
 )
-from replay_engine import verdict as serve_verdict
 
 from .editor_guard import EditorGuard
 from .headless.loading import UNFINISHED_CODE, ScenarioLoader
 from .headless.state import AppOptions, DebugState
+from .headless.verdicts import QuitVerdict, quit_verdict
 from .screens.main import MainScreen
 from .screens.override_confirm import ConfirmDiscardScreen
 from .screens.override_editor import OverrideEditorScreen
@@ -63,7 +64,11 @@ class ReplayApp(App[str]):
     def __init__(self, options: AppOptions) -> None:
         super().__init__()
         self.options = options
-        self.state = DebugState(options, ReplayEngine([], pace=options.pace, ready_dir=options.ready_dir))
+        ready_dir = options.ready_dir
+        own = None if ready_dir is not None else Path(tempfile.mkdtemp(prefix="dsh-replay-tui-ready-"))
+        self.state = DebugState(options, ReplayEngine([], pace=options.pace,
+                                                      ready_dir=ready_dir or own),
+                                own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)
         self.loader = ScenarioLoader(self.state, self.main, self.guard)
@@ -71,6 +76,8 @@ class ReplayApp(App[str]):
         self.ready = asyncio.Event()
         self.watching = asyncio.Event()
         """Set once the hot-reload watch is in place."""
+        self.awaiting_directory = asyncio.Event()
+        """Set once a watch for a scenario directory that does not exist yet is in place."""
         self._stop_watch = anyio.Event()
         self._demo_running = False
 
@@ -152,7 +159,14 @@ class ReplayApp(App[str]):
         if self.options.watch and self.options.scenario.is_dir():
             self.run_worker(self.loader.watch(self._stop_watch, self.watching.set),
                             name="watch", group="watch", exclusive=True)
+        elif self.options.watch and not self.options.scenario.exists():
+            self.run_worker(self._await_directory(), name="watch", group="watch", exclusive=True)
         self.ready.set()
+
+    async def _await_directory(self) -> None:
+        """Watch for the scenario directory to appear, load it, then watch it as usual."""
+        if await self.loader.await_directory(self._stop_watch, self.awaiting_directory.set):
+            await self.loader.watch(self._stop_watch, self.watching.set)
 
     async def _start_server(self) -> None:
         try:
@@ -165,9 +179,13 @@ class ReplayApp(App[str]):
             self.state.url = await self.server.start()
         except (OSError, ReplayError) as exc:
             self.server = None
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            where = f"{self.options.host}:{self.options.port}"
+            self.state.serve_error = f"cannot listen on {where} ({reason})"
             self.banner.show_error(
-                f"Cannot serve on {self.options.host}:{self.options.port}",
-                f"{exc}. Pick another port with --port (0 picks a free one).")
+                f"Cannot serve on {where} — nothing is served; quitting exits 4",
+                f"{exc}. Pick another port with --port (0 picks a free one).", source="serve")
+            self.live_pane.log_event(f"not serving: {self.state.serve_error}")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
         if self.options.url_file is not None:
@@ -183,26 +201,58 @@ class ReplayApp(App[str]):
         except OSError as exc:
             self.banner.show_error(f"Cannot write the URL file {path}",
                                    f"{exc.strerror or exc}; the server runs on {self.url}. Check "
-                                   "that the directory exists and is writable.")
+                                   "that the directory exists and is writable.", source="url-file")
             return
         self.live_pane.log_event(f"wrote the URL to {path}")
 
+    def verdict(self) -> QuitVerdict:
+        """What quitting now prints, and the exit status (see ``quit_verdict``)."""
+        return quit_verdict(self.engine, load_error=self.load_error,
+                            loaded=self.scenario is not None, serve_error=self.state.serve_error)
+
     async def quit_with_verdict(self) -> None:
-        """Stop serving and exit with the verdict ``dsh-replay serve`` prints (exit 3: not consumed)."""
+        """Stop serving and exit with the verdict: one line per run that bound a session, with
+        what was in flight or aborted (exit 0 consumed, 3 not, 1 never loaded, 4 not serving)."""
+        verdict = self.verdict()  # before shutdown cancels what is still in flight
         await self.shutdown()
-        ok, lines = serve_verdict(self.engine)
-        self.exit("\n".join(lines), return_code=0 if ok else EXIT_NOT_CONSUMED)
+        self.exit(verdict.text, return_code=verdict.code)
 
     async def shutdown(self) -> None:
-        """Stop the watcher and the server (idempotent)."""
+        """Stop the watcher and the server, and remove the ready files made (idempotent)."""
         self._stop_watch.set()
         server, self.server = self.server, None
         if server is not None:
             self.engine.cancel_all()
             await server.stop()
+        await asyncio.to_thread(self._remove_ready_files)
+
+    def _remove_ready_files(self) -> None:
+        """Delete the empty markers the engine created, then the temporary ready dir if empty."""
+        for path in self.engine.created_ready_files:
+            try:
+                if path.is_file() and path.stat().st_size == 0:
+                    path.unlink()
+            except OSError:
+                pass  # gone already, or not ours to remove
+        own = self.state.own_ready_dir
+        if own is None or not own.is_dir():
+            return
+        for folder, _, _ in sorted(os.walk(own), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(folder)  # only empty ones: anything else was put there by someone else
+            except OSError:
+                pass
 
     async def on_unmount(self) -> None:
         await self.shutdown()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette: Textual's commands, then one per run the screen can follow."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Next run", "Follow the next run (key r)", self.main.action_next_run)
+        for run in self.state.runs():
+            yield SystemCommand(f"Follow run {run}", f"Show and steer the sessions of run {run}",
+                                lambda run=run: self.main.follow_run(run))
 
     # -- keys beyond the main screen -------------------------------------------------------
 

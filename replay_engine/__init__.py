@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from .presentation import (
         EXIT_FAILED,
         EXIT_NOT_CONSUMED,
+        EXIT_NOT_SERVING,
         EXIT_OK,
         EXIT_USAGE,
         summarize_entry,
@@ -147,6 +148,7 @@ _LAZY: dict[str, str] = {
     "resolve_scripted_entry": "placeholders",
     "EXIT_FAILED": "presentation",
     "EXIT_NOT_CONSUMED": "presentation",
+    "EXIT_NOT_SERVING": "presentation",
     "EXIT_OK": "presentation",
     "EXIT_USAGE": "presentation",
     "summarize_entry": "presentation",
@@ -195,6 +197,7 @@ __all__ = [
     "DEFAULT_RUN",
     "EXIT_FAILED",
     "EXIT_NOT_CONSUMED",
+    "EXIT_NOT_SERVING",
     "EXIT_OK",
     "EXIT_USAGE",
     "PRIMARY_NAME",

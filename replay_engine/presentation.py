@@ -13,6 +13,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NOT_CONSUMED = 3
 """The replay ended with a recorded call not served (``serve`` and the debugger on quit)."""
+EXIT_NOT_SERVING = 4
+"""The debugger could not listen on its port, so nothing was served."""
 
 
 def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from replay_engine import (
     load_scenario,
 )
 
-from .reload import describe_changes, watch_scenario
+from .reload import describe_changes, wait_for_directory, watch_scenario
 from .state import DebugState
 
 UNFINISHED_CODE = UNFINISHED_CALL
@@ -170,9 +170,25 @@ class ScenarioLoader:
                  else "Reload failed — still serving the last good scripts")
         if error.code == UNFINISHED_CODE:
             title += " — press o to decide the call"
+        else:
+            title += " — fix it, then press l to reload"
         self.view.show_load_error(title, error)
         self.view.log_line(f"{'load' if initial else 'reload'} failed [{error.code}]: {error.message}")
         self.view.request_flush()
+
+    async def await_directory(self, stop_event: anyio.Event,
+                              on_ready: Callable[[], None]) -> bool:
+        """Wait for a scenario directory that does not exist yet, then load it (False: stopped)."""
+        def watching(ancestor: Path) -> None:
+            self.view.log_line(f"waiting for {self.root} to appear (watching {ancestor})")
+            self.view.request_flush()
+            on_ready()
+
+        if not await wait_for_directory(self.root, stop_event=stop_event, on_ready=watching):
+            return False
+        self.view.log_line(f"{self.root} appeared")
+        await self.load(why="the scenario directory appeared")
+        return True
 
     async def watch(self, stop_event: anyio.Event, on_ready: Callable[[], None]) -> None:
         """Reload on every debounced change of a scenario file, until ``stop_event``."""

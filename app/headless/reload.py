@@ -59,6 +59,44 @@ async def watch_scenario(
         await changes_of.aclose()
 
 
+async def wait_for_directory(
+    root: Path,
+    *,
+    stop_event: anyio.Event,
+    on_ready: Callable[[Path], None] | None = None,
+    debounce_ms: int = DEBOUNCE_MS,
+) -> bool:
+    """Wait until ``root`` is a directory, watching its nearest existing ancestor (again one
+    level down as each parent appears). Returns False when ``stop_event`` ends the wait.
+
+    ``on_ready(ancestor)`` is called each time a watch is in place.
+    """
+    root = root.absolute()
+    while not root.is_dir():
+        ancestor = next((p for p in root.parents if p.is_dir()), None)
+        if ancestor is None or stop_event.is_set():
+            return False
+        changes_of = awatch(ancestor, debounce=debounce_ms, step=20, recursive=False,
+                            stop_event=stop_event, rust_timeout=500)
+        pending = asyncio.ensure_future(anext(changes_of))
+        await asyncio.sleep(0)  # one step of the generator: it registers the watch, then waits
+        if on_ready is not None:
+            on_ready(ancestor)
+        try:
+            # Look again: the directory may have appeared before the watch was in place.
+            if not (root.is_dir() or next(p for p in root.parents if p.is_dir()) != ancestor):
+                try:
+                    await pending
+                except StopAsyncIteration:
+                    return False
+        finally:
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
+            await changes_of.aclose()
+    return True
+
+
 def describe_changes(changes: list[dict[str, Any]], names: list[str]) -> str:
     """One line per script that changed: calls added / removed / changed."""
     if not changes:

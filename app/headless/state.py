@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replay_engine import DEFAULT_RUN, Pace, ProviderConfig, ReplayEngine, ReplayError, Scenario
+from replay_engine import DEFAULT_RUN, HangEntry, Pace, ProviderConfig, ReplayEngine, ReplayError, Scenario
 
 
 @dataclass(slots=True)
@@ -38,6 +38,21 @@ class DebugState:
     scenario: Scenario | None = None
     load_error: ReplayError | None = None
     url: str | None = None
+    serve_error: str | None = None
+    """Why the embedded server could not start (None while serving or not asked to serve)."""
+    own_ready_dir: Path | None = None
+    """The temporary directory relative hang readyFiles go to when no ready dir was given
+    (removed on quit, with the markers the debugger created)."""
+    ready_dir_noted: bool = False
+    """Live already said where readyFiles go."""
+    run_chosen: bool = False
+    """The user picked the run to follow; until then the screen follows the first run that binds."""
+
+    def runs(self) -> list[str]:
+        """The runs the screen can follow: the default run, every run that bound a session, and
+        the one followed now (in that order, each once)."""
+        out = [DEFAULT_RUN, *self.engine.bound_runs(), self.run_name]
+        return list(dict.fromkeys(out))
 
     @property
     def url_label(self) -> str:
@@ -49,6 +64,18 @@ class DebugState:
     def names(self) -> list[str]:
         """The recorded session id of each script (empty before a scenario loads)."""
         return [s.recorded_id for s in self.scenario.scripts] if self.scenario else []
+
+    def ready_dir_note(self) -> str | None:
+        """Where relative hang readyFiles are created, once the scenario has one (else None)."""
+        scenario = self.scenario
+        if scenario is None or not any(
+                isinstance(item.entry, HangEntry) and item.entry.readyFile
+                and not Path(item.entry.readyFile).is_absolute()
+                for script in scenario.scripts for item in script.entries):
+            return None
+        where = ("a temporary directory of this session, removed on quit"
+                 if self.own_ready_dir is not None else "from --ready-dir")
+        return f"hang readyFiles are created in {self.engine.ready_dir} ({where})"
 
     def untimed_logs(self) -> list[str]:
         """File names of the loaded logs that leave chunk times out (projected logs)."""

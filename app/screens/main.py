@@ -19,18 +19,19 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer
 
-from replay_engine import CallRecord, Pace, ReplayError, Scenario, verdict_text
+from replay_engine import CallRecord, Pace, ReplayError, Scenario
 from replay_engine import events as ev
 
 from ..headless.eventlog import format_event
 from ..headless.state import DebugState
+from ..headless.verdicts import flight_notes, flight_summary
 from ..messages import CallSelected
 from ..widgets.call_pane import CallPane, CallView
 from ..widgets.error_banner import ErrorBanner
 from ..widgets.live_pane import LivePane
 from ..widgets.scripts_view import ScriptsView
 from ..widgets.status_header import StatusHeader
-from .verdict import VerdictScreen
+from .verdict import VerdictScreen, verdict_lines
 
 FLUSH_S = 1 / 30
 """Engine events are applied to the screen at most this often (chunk floods coalesce)."""
@@ -63,6 +64,7 @@ class MainScreen(Screen[None]):
         Binding("t", "pace_recorded", "Rec pace", show=False),
         Binding("R", "reset", "Reset"),
         Binding("a", "assert_consumed", "Assert"),
+        Binding("r", "next_run", "Next run", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
         Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
     ]
@@ -152,6 +154,10 @@ class MainScreen(Screen[None]):
         self.scripts_view.set_scripts(scenario.scripts)
         self.call_pane.forget_context()
         self.show_selected()
+        note = None if self.state.ready_dir_noted else self.state.ready_dir_note()
+        if note is not None:
+            self.state.ready_dir_noted = True
+            self.log_line(note)
 
     def show_load_error(self, title: str, error: ReplayError) -> None:
         """Show why the scenario did not load."""
@@ -215,16 +221,40 @@ class MainScreen(Screen[None]):
         self.live_pane.log_event(line)
 
     def _paint(self, names: list[str]) -> None:
-        engine, run = self.state.engine, self.state.run_name
+        engine = self.state.engine
+        self._follow_first_bound_run()
+        run = self.state.run_name
         state = engine.state(run)
         self.header.show(
             scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
             breakpoints=len(engine.breakpoints), paused=len(engine.paused_sessions(run)),
-            untimed=self.state.untimed_logs(),
+            untimed=self.state.untimed_logs(), loaded=self.state.scenario is not None,
+            flight=flight_summary(state), runs=self.state.runs(),
         )
         self.scripts_view.set_live(state, engine.breakpoints)
-        self.live_pane.set_state(state, names)
+        self.live_pane.set_state(state, names, [engine.state(r) for r in engine.bound_runs()])
         self.show_selected()
+
+    def _follow_first_bound_run(self) -> None:
+        """Until the user picks a run, follow the first run that binds a session when the
+        followed one has none (an agent on ``/runs/NAME/`` routes is then seen at once)."""
+        state = self.state
+        if state.run_chosen or state.engine.state(state.run_name).bindings:
+            return
+        bound = state.engine.bound_runs()
+        if bound:
+            self.follow_run(bound[0], chosen=False)
+
+    def follow_run(self, run: str, *, chosen: bool = True) -> None:
+        """Show (and steer) ``run``: header, scripts cursors, call pane and the stepping keys."""
+        state = self.state
+        state.run_chosen = state.run_chosen or chosen
+        if run == state.run_name:
+            return
+        state.run_name = run
+        self._record_key = None
+        self.log_line(Text(f"following run {run}", style="bold"))
+        self.request_flush()
 
     async def next_flush(self) -> None:
         """Wait for the next repaint (tests await this instead of sleeping)."""
@@ -316,9 +346,18 @@ class MainScreen(Screen[None]):
             self.notify("No call in flight to cancel.", severity="warning")
 
     def action_cancel_hanging(self) -> None:
-        """Cancel every hanging call of the run."""
-        count = self.state.engine.cancel(run=self.state.run_name, all_hanging=True)
+        """Cancel every hanging call of every run."""
+        count = self.state.engine.cancel_hanging()
         self.notify(f"Cancelled {count} hanging call(s).")
+
+    def action_next_run(self) -> None:
+        """Follow the next run: the default run, then each run that bound a session."""
+        runs = self.state.runs()
+        if len(runs) < 2:
+            self.notify(f"Only run {self.state.run_name} so far; an agent picks another with "
+                        "the /runs/NAME/ routes.", severity="warning")
+            return
+        self.follow_run(runs[(runs.index(self.state.run_name) + 1) % len(runs)])
 
     def action_pace(self, direction: int) -> None:
         """Step the fixed pace faster (-1) or slower (+1)."""
@@ -339,8 +378,13 @@ class MainScreen(Screen[None]):
         self.state.engine.reset(self.state.run_name)
 
     def action_assert_consumed(self) -> None:
-        """Show the assert-consumed verdict with every problem."""
-        engine = self.state.engine
-        problems = engine.consumed_problems(self.state.run_name)
-        self.live_pane.log_event(verdict_text(problems, len(engine.scripts)).splitlines()[0])
-        self.app.push_screen(VerdictScreen(problems, len(engine.scripts)))
+        """Show the followed run's assert-consumed verdict with every problem, and what is in
+        flight or was aborted by the user."""
+        engine, run = self.state.engine, self.state.run_name
+        problems = engine.consumed_problems(run)
+        notes = flight_notes(engine.state(run))
+        loaded = self.state.scenario is not None
+        text, _ = verdict_lines(problems, len(engine.scripts), notes, run=run, loaded=loaded)
+        self.live_pane.log_event(text.splitlines()[0])
+        self.app.push_screen(VerdictScreen(problems, len(engine.scripts), notes, run=run,
+                                           loaded=loaded))

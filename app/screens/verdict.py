@@ -12,18 +12,42 @@ from textual.widgets import Static
 from replay_engine import verdict_text
 
 
+def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: str,
+                  loaded: bool = True) -> tuple[str, bool]:
+    """The verdict of one run as shown (and logged), and whether it reads as a success.
+
+    The consumed check of SPEC 5 comes first; ``notes`` add what is in flight, paused or was
+    aborted by the user (a consumed run with notes is not shown as a plain success).
+    """
+    if not loaded:
+        return (f"assert-consumed (run {run}): nothing served — the scenario never loaded; fix "
+                "it (see the banner) and press l", False)
+    text = verdict_text(problems, scripts).replace("assert-consumed:", f"assert-consumed (run {run}):",
+                                                   1)
+    if notes:
+        if not problems:
+            text += ", but not every call was served in full"
+        text += "\n" + "\n".join(f"  - {n}" for n in notes)
+    return text, not problems and not notes
+
+
 class VerdictScreen(ModalScreen[None]):
-    """Lists every assert-consumed problem (or says the run is consumed)."""
+    """Lists every assert-consumed problem (or says the run is consumed) and what is in flight."""
 
     BINDINGS = [Binding("escape,enter,q,a", "dismiss", "Close")]
 
-    def __init__(self, problems: list[str], scripts: int) -> None:
+    def __init__(self, problems: list[str], scripts: int, notes: list[str] | None = None, *,
+                 run: str = "default", loaded: bool = True) -> None:
         super().__init__()
         self.problems = problems
         self.scripts = scripts
+        self.notes = list(notes or [])
+        self.loaded = loaded
+        self.text, self.ok = verdict_lines(problems, scripts, self.notes, run=run, loaded=loaded)
 
     def compose(self) -> ComposeResult:
-        style = "bold green" if not self.problems else "bold red"
+        style = "bold green" if self.ok else ("bold red" if self.problems or not self.loaded
+                                              else "bold yellow")
         with Vertical(id="verdict"):
-            yield Static(Text(verdict_text(self.problems, self.scripts), style=style))
+            yield Static(Text(self.text, style=style))
             yield Static(Text("press Enter or Esc to close", style="dim"))

@@ -23,23 +23,33 @@ def describe_error(error: ReplayError) -> str:
 
 
 class ErrorBanner(Static):
-    """Hidden until an error is shown; cleared by the next good load."""
+    """Hidden until an error is shown. Each source (the load, the server, ...) has its own
+    section, so a bad path and a busy port both show; the next good load clears its own."""
 
-    def show_error(self, title: str, error: ReplayError | str) -> None:
-        """Show an error with its location and the fix its message gives."""
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._sections: dict[str, Text] = {}
+
+    def show_error(self, title: str, error: ReplayError | str, *, source: str = "load") -> None:
+        """Show an error with its location and the fix its message gives (replacing the
+        earlier error of the same ``source``)."""
         text = Text(title, style="bold")
         if isinstance(error, ReplayError):
             text.append(f"\n{describe_error(error)}\n", style="bold")
             text.append(error.message)
         else:
             text.append("\n" + error)
-        self.update(text)
-        self.add_class("visible")
+        self._sections[source] = text
+        self._repaint()
 
-    def clear(self) -> None:
-        """Hide the banner."""
-        self.update("")
-        self.remove_class("visible")
+    def clear(self, source: str = "load") -> None:
+        """Take one source's error away (the banner hides when none is left)."""
+        if self._sections.pop(source, None) is not None or not self._sections:
+            self._repaint()
+
+    def _repaint(self) -> None:
+        self.update(Text("\n\n").join(self._sections.values()))
+        self.set_class(bool(self._sections), "visible")
 
     @property
     def showing(self) -> bool:

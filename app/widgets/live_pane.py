@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -17,6 +19,8 @@ SESSION_ROWS = 8
 """At most this many rows of the session list show at once (it scrolls)."""
 KEY_WIDTH = 14
 SCRIPT_WIDTH = 28
+RUN_WIDTH = 10
+"""The run column, shown once a session of another run than the followed one is bound."""
 
 
 class SessionList(LineList):
@@ -25,21 +29,25 @@ class SessionList(LineList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(show_cursor=False, id=id)
         self.rows: list[tuple[BindingState, str]] = []
+        self.with_run = False
 
     def row_text(self, index: int) -> Text:
         if not self.rows:
             return Text("no session bound yet", style="dim")
+        run = f"{'run':<{RUN_WIDTH}} " if self.with_run else ""
         if index == 0:
-            return Text(f"{'session':<{KEY_WIDTH}} {'script':<{SCRIPT_WIDTH}} {'cursor':>7}  state",
-                        style="bold")
+            return Text(f"{run}{'session':<{KEY_WIDTH}} {'script':<{SCRIPT_WIDTH}} {'cursor':>7}  "
+                        "state", style="bold")
         b, plain = self.rows[index - 1]
-        text = Text(plain[: KEY_WIDTH + SCRIPT_WIDTH + 10])
-        text.append(plain[KEY_WIDTH + SCRIPT_WIDTH + 10:], style=STATUS_STYLE[b.status])
+        cut = len(run) + KEY_WIDTH + SCRIPT_WIDTH + 10
+        text = Text(plain[:cut])
+        text.append(plain[cut:], style=STATUS_STYLE[b.status])
         return text
 
 
-def session_row(b: BindingState, names: list[str]) -> str:
-    """One bound session as a fixed-width line."""
+def session_row(b: BindingState, names: list[str], run: str | None = None) -> str:
+    """One bound session as a fixed-width line (``run``: with the run column first)."""
+    prefix = f"{run[:RUN_WIDTH]:<{RUN_WIDTH}} " if run is not None else ""
     key = b.session if b.session is not None else "(anonymous)"
     script = f"[{b.script_index}] {names[b.script_index] if b.script_index < len(names) else '?'}"
     status = b.status.upper() if b.status == "hanging" else b.status
@@ -47,7 +55,9 @@ def session_row(b: BindingState, names: list[str]) -> str:
         status += f" #{b.call_index} ({b.chunks_served} chunk(s))"
     if b.ready_file:
         status += f" readyFile {b.ready_file}"
-    return (f"{key[:KEY_WIDTH]:<{KEY_WIDTH}} {script[:SCRIPT_WIDTH]:<{SCRIPT_WIDTH}} "
+    if b.aborted:
+        status += " aborted " + ", ".join(f"#{j}" for j in b.aborted)
+    return (f"{prefix}{key[:KEY_WIDTH]:<{KEY_WIDTH}} {script[:SCRIPT_WIDTH]:<{SCRIPT_WIDTH}} "
             f"{f'{b.cursor}/{b.length}':>7}  {status}")
 
 
@@ -70,11 +80,17 @@ class LivePane(Vertical):
         view.set_rows(1)
         view.styles.height = 1
 
-    def set_state(self, state: RunState, names: list[str]) -> None:
-        """Repaint the sessions from a run snapshot (``names``: recorded id per script)."""
-        rows = [(b, session_row(b, names)) for b in state.bindings]
+    def set_state(self, state: RunState, names: list[str],
+                  others: Sequence[RunState] = ()) -> None:
+        """Repaint the sessions from run snapshots (``names``: recorded id per script): the
+        followed run's first, then ``others``; a run column shows once another run bound one."""
+        with_run = any(s.bindings for s in others if s.run != state.run)
+        runs = [state, *(s for s in others if s.run != state.run)]
+        rows = [(b, session_row(b, names, s.run if with_run else None))
+                for s in runs for b in s.bindings]
         self.sessions = [plain for _, plain in rows]
         view = self.query_one(SessionList)
+        view.with_run = with_run
         view.rows = rows
         count = len(rows) + 1 if rows else 1
         if count != view.row_count:

@@ -50,8 +50,8 @@ class ScriptsView(LineList):
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
         """The run's bindings and the breakpoints; repaints only what is on screen."""
         live = {b.script_index: b for b in state.bindings}
-        signature = {s: (b.session, b.cursor, b.call_index, b.status) for s, b in live.items()}
-        old = {s: (b.session, b.cursor, b.call_index, b.status) for s, b in self._live.items()}
+        signature = {s: (b.session, b.cursor, b.call_index, b.status, b.aborted) for s, b in live.items()}
+        old = {s: (b.session, b.cursor, b.call_index, b.status, b.aborted) for s, b in self._live.items()}
         self._live = live
         if signature != old or breakpoints != self._breakpoints:
             self._breakpoints = breakpoints
@@ -109,7 +109,7 @@ class ScriptsView(LineList):
     def row_key(self, index: int) -> Hashable:
         s, j = self.locate(index)
         b = self._live.get(s)
-        live = (b.session, b.cursor, b.call_index, b.status) if b is not None else None
+        live = (b.session, b.cursor, b.call_index, b.status, b.aborted) if b is not None else None
         return (live, j is not None and (s, j) in self._breakpoints)
 
     def row_text(self, index: int) -> Text:
@@ -128,7 +128,10 @@ class ScriptsView(LineList):
         else:
             text.append(" ")
         served = binding is not None and j < binding.cursor and binding.call_index != j
-        text.append("✓" if served else " ", style="green")
+        if served and binding is not None and j in binding.aborted:
+            text.append("✗", style="bold red")  # cancelled before its last chunk: not served
+        else:
+            text.append("✓" if served else " ", style="green")
         text.append(f" #{j:<3}", style="bold")
         text.append(f"{info['kind']:<7}", style=KIND_STYLE.get(info["kind"], ""))
         text.append(f"{info['origin']:<9}", style=ORIGIN_STYLE.get(info["origin"], ""))

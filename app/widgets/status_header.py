@@ -21,11 +21,14 @@ class StatusHeader(Widget):
         return self.text
 
     def show(self, *, scenario: str, url: str, state: RunState, breakpoints: int,
-             paused: int, untimed: Sequence[str] = ()) -> None:
+             paused: int, untimed: Sequence[str] = (), loaded: bool = True, flight: str = "",
+             runs: Sequence[str] = ()) -> None:
         """Render the facts (nothing here reads a clock, so snapshots are stable).
 
         ``untimed`` names the logs without recorded chunk times: recorded pace has no gaps
-        to replay there, and the pace label says so.
+        to replay there, and the pace label says so. ``loaded`` is False while no scenario
+        ever loaded (nothing is served); ``flight`` says what is in flight or was aborted
+        (``consumed ✓`` shows only when it is empty); ``runs`` are the runs the user can follow.
         """
         bound = len(state.bindings)
         text = Text()
@@ -34,12 +37,21 @@ class StatusHeader(Widget):
         text.append("  ")
         text.append(url, style="underline")
         text.append(f"  run {state.run}")
+        if len(runs) > 1:
+            text.append(f" ({runs.index(state.run) + 1} of {len(runs)} runs, r: next)",
+                        style="bold")
         text.append("\n")
         text.append(f"bound {bound}/{state.scripts}  ")
-        if state.consumed:
+        if not loaded:
+            text.append("nothing loaded", style="bold red")
+        elif state.consumed and not flight:
             text.append("consumed ✓", style="bold green")
+        elif state.consumed:
+            text.append(f"consumed, but {flight}", style="bold yellow")
         else:
             text.append("not consumed", style="yellow")
+            if flight:
+                text.append(f" ({flight})", style="yellow")
         text.append(f"  pace {state.pace.describe()}")
         if state.pace.mode == "recorded" and untimed:
             text.append(f" — {', '.join(untimed)}: no recorded times, so no gaps", style="yellow")

@@ -65,7 +65,10 @@ async def test_keys_on_a_scenario_that_failed_to_load_do_not_crash() -> None:
         await app.ready.wait()
         assert app.url is not None  # still serving (nothing), so a fixed file can be reloaded
         await pilot.press("down", "b", "n", "e", "p", "x", "X", "o", "R", "l", "escape", "q")
-    assert app.return_code == 0  # nothing recorded, nothing to consume
+    # Nothing was served: never a success (``dsh-replay serve`` exits 1 on such a scenario).
+    assert app.return_code == 1
+    assert app.return_value is not None
+    assert app.return_value.startswith("replay NOT served: the scenario never loaded [")
 
 
 async def test_a_missing_directory_is_shown_not_raised(tmp_path: Path) -> None:

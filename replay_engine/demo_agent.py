@@ -45,11 +45,15 @@ class CallOutcome:
     outcome: str
     code: str | None = None
     """The error code the call ended with, if any."""
+    call_key: str | None = None
+    """The recorded turn/step of the call (None for a sidecar entry)."""
 
-    def line(self, total: int) -> str:
-        """The one-line report printed for this call."""
+    def line(self) -> str:
+        """The one-line report printed for this call, in the debugger's terms: ``#N`` is the
+        call's index in its script, ``(turn/step)`` its recorded key."""
         mark = "ok  " if self.ok else "FAIL"
-        return f"{mark} {self.session} call {self.call_index + 1}/{total} {self.kind}: {self.outcome}"
+        key = f" ({self.call_key})" if self.call_key else ""
+        return f"{mark} {self.session} call #{self.call_index}{key} {self.kind}: {self.outcome}"
 
 
 @dataclass(slots=True)
@@ -71,7 +75,8 @@ class DemoResult:
 class _Streamed:
     """What the SDK assembled from one streamed call."""
 
-    chunks: int = 0
+    events: int = 0
+    """Server-sent events received (not the recorded chunks: the wire may merge or split them)."""
     text: str = ""
     reasoning: str = ""
     tools: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -190,8 +195,8 @@ class _Driver:
                 outcome = await self._drive(session, index, call_index, entry, messages)
                 self.result.calls.append(outcome)
                 if not outcome.ok:
-                    self.result.failures.append(outcome.line(len(entries)))
-                self.out(outcome.line(len(entries)))
+                    self.result.failures.append(outcome.line())
+                self.out(outcome.line())
         response = await self._post("/replay/v1/assert-consumed", {})
         verdict = response.json() if response.headers.get("content-type", "").startswith(
             "application/json") else {}
@@ -223,11 +228,13 @@ class _Driver:
     async def _drive(self, session: str, script_index: int, call_index: int, entry: Any,
                      messages: list[dict[str, Any]]) -> CallOutcome:
         kind = str(entry.get("kind", "?")) if isinstance(entry, dict) else "?"
+        key = entry.get("callKey") if isinstance(entry, dict) else None
 
         got = _Streamed()
 
         def done(ok: bool, outcome: str) -> CallOutcome:
-            return CallOutcome(session, script_index, call_index, kind, ok, outcome, got.error_code)
+            return CallOutcome(session, script_index, call_index, kind, ok, outcome, got.error_code,
+                               key if isinstance(key, str) else None)
 
         if kind == "hang":
             ok, outcome, got = await self._drive_hang(session, entry, list(messages))
@@ -236,7 +243,7 @@ class _Driver:
         if kind == "throw":
             code = str(entry.get("code"))
             if got.error_code == code:
-                how = f"HTTP {got.status}" if got.status else f"after {got.chunks} chunk(s)"
+                how = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
                 return done(True, f"threw {code} as scripted ({how})")
             return done(False, f"expected the scripted error {code}, got {_describe(got)}")
         if got.error_code is not None:
@@ -252,7 +259,7 @@ class _Driver:
         if finish is not None and got.finish != finish:
             problems.append(f"finish_reason {got.finish} but recorded {finish}")
         self._extend(messages, got)
-        summary = _describe(got)
+        summary = _describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)
         if problems:
             return done(False, summary + "; " + "; ".join(problems))
         return done(True, summary)
@@ -284,7 +291,7 @@ class _Driver:
             return False, (f"cancelled (ABORTED), but readyFile {path} never appeared"
                            + (f"; the server made it at {where}, pass --ready-dir" if where else "")), got
         how = f"readyFile {ready}" if path is not None and not stale else "state hanging"
-        return True, f"hung ({how}), cancelled, ended ABORTED after {got.chunks} chunk(s)", got
+        return True, f"hung ({how}), cancelled, ended ABORTED after {got.events} SSE event(s)", got
 
     async def _wait_hanging(self, session: str, task: asyncio.Task[_Streamed],
                             path: Path | None) -> tuple[bool, str | None]:
@@ -326,7 +333,7 @@ class _Driver:
                 stream=True, extra_headers={"X-Session-Id": session},
             )
             async for chunk in stream:
-                got.chunks += 1
+                got.events += 1
                 for choice in chunk.choices:
                     delta = choice.delta
                     if delta.content:
@@ -375,11 +382,15 @@ class _Driver:
             messages.append({"role": "user", "content": "Go on."})
 
 
-def _describe(got: _Streamed) -> str:
+def _describe(got: _Streamed, recorded: int | None = None) -> str:
+    """What the client got; ``recorded``: the call's recorded chunk count (the debugger's
+    "chunks"), given once the whole call was served."""
     if got.error_code is not None:
-        where = f"HTTP {got.status}" if got.status else f"after {got.chunks} chunk(s)"
+        where = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
         return f"error {got.error_code} ({where}): {got.error_message}"
-    parts = [f"{got.chunks} chunk(s)", f"finish {got.finish or '-'}"]
+    served = (f"{recorded} recorded chunk(s)" if recorded is not None
+              else f"{got.events} SSE event(s)")
+    parts = [served, f"finish {got.finish or '-'}"]
     if got.text:
         parts.append(repr(_short(got.text)))
     if got.tools:

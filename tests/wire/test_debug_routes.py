@@ -28,8 +28,11 @@ async def test_scripts_route_gives_each_entry_its_origin(tmp_path: Path, samples
     assert body == per_run
     assert body["ok"] is True
     assert [e["origin"] for e in body["scripts"][0]["entries"]] == ["derived", "patched", "appended"]
+    # A call taken from the log keeps its recorded turn/step; an appended one has none.
     assert body["scripts"][0]["entries"][1] == {"kind": "throw", "chunks": [], "message": "x",
-                                                "code": "SERVER", "origin": "patched"}
+                                                "code": "SERVER", "origin": "patched",
+                                                "callKey": "1/2"}
+    assert [e.get("callKey") for e in body["scripts"][0]["entries"]] == ["1/1", "1/2", None]
     assert body["headers"] == {"session.jsonl": {"id": "sample-basic-chat",
                                                  "createdAt": 1767225600000, "seedLength": 0}}
 

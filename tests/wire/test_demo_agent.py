@@ -62,7 +62,10 @@ async def test_basic_chat_is_driven_to_consumed(samples: Path) -> None:
     assert "finish tool_calls" in result.calls[0].outcome
     assert "The workspace has README.md and src. Hello!" in result.calls[1].outcome
     # One printed line per call, then the verdict.
-    assert len(lines) == 3 and lines[0].startswith("ok   demo-0 call 1/2 chunks")
+    # In the debugger's terms: call #index (recorded turn/step), recorded chunks.
+    assert len(lines) == 3
+    assert lines[0].startswith("ok   demo-0 call #0 (1/1) chunks: 10 recorded chunk(s)"), lines
+    assert lines[1].startswith("ok   demo-0 call #1 (1/2) chunks: 6 recorded chunk(s)"), lines
     assert lines[-1].startswith("consumed")
     # The second request carried the first call's tool call and a tool result.
     assert [r.outcome for r in journal] == ["finished", "finished"]

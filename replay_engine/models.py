@@ -253,13 +253,10 @@ class ScriptEntry:
     """Recorded time (ms) of each chunk of a derived call, for recorded pacing."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
-        """SPEC JSON of the entry, optionally with its origin (and, for a derived call, its
-        ``callKey``: the recorded turn/step)."""
+        """SPEC JSON of the entry, optionally with its origin."""
         out = entry_to_json(self.entry)
         if with_origin:
             out["origin"] = self.origin
-            if self.call_key is not None:
-                out["callKey"] = self.call_key
         return out
 
 

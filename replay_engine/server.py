@@ -95,6 +95,16 @@ def _error_handler(status: int, code: str) -> Callable[[Request, Exception], Any
     return handle
 
 
+def with_call_keys(script: SessionScript) -> dict[str, Any]:
+    """A script as ``GET /replay/v1/scripts`` answers it: each entry with its origin and, for a
+    call taken from the log, its recorded ``callKey`` (turn/step), as the debugger shows it."""
+    out = script.to_json(with_origin=True)
+    for item, entry in zip(script.entries, out["entries"], strict=True):
+        if item.call_key is not None:
+            entry["callKey"] = item.call_key
+    return out
+
+
 def scripts_headers(served: list[SessionScript], scenario: Scenario | None) -> dict[str, Any]:
     """Each served log's header by file name, as ``GET /replay/v1/scripts`` answers it.
 
@@ -206,7 +216,7 @@ class _Handlers:
         served = self.engine.scripts
         return JSONResponse({
             "ok": True,
-            "scripts": [s.to_json(with_origin=True) for s in served],
+            "scripts": [with_call_keys(s) for s in served],
             "headers": scripts_headers(served, self.scenario),
         })
 

@@ -213,7 +213,7 @@ class Debugger:
                         "--url-file", str(self.url_file)]
         self._tty: IO[bytes] | None = None
         try:
-            self._tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115 - closed in wait()
+            self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()
         except OSError:
             self._tty = None
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL

@@ -379,8 +379,15 @@ def upstream(tmp_path: Path) -> Iterator[str]:
 
 
 RECORD_TESTS = '''
+    import os
+    import httpx
     import pytest
     from agent import run_agent
+
+    @pytest.fixture(autouse=True)
+    def fresh_upstream():
+        """The stand-in provider answers each test's session from its first recorded call."""
+        httpx.post(os.environ["TEST_UPSTREAM"] + "/replay/v1/reset")
 
     @pytest.mark.dsh_replay("scenarios/fresh")
     def test_fresh(dsh_replay):
@@ -399,7 +406,9 @@ def _upstream_calls(url: str) -> int:
 
 
 @requires_recorder
-def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: str) -> None:
+def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_UPSTREAM", upstream)
     project.makepyfile(test_rec=RECORD_TESTS.format(answer=ANSWER))
     existing = (project.path / "scenarios" / "basic-chat" / "session.jsonl").read_bytes()
     result = run(project, "--dsh-replay-record=all",
@@ -415,7 +424,9 @@ def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: st
 
 
 @requires_recorder
-def test_record_missing_records_only_what_is_missing(project: pytest.Pytester, upstream: str) -> None:
+def test_record_missing_records_only_what_is_missing(project: pytest.Pytester, upstream: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_UPSTREAM", upstream)
     project.makepyfile(test_rec=RECORD_TESTS.format(answer=ANSWER))
     existing = project.path / "scenarios" / "basic-chat" / "session.jsonl"
     before = existing.read_bytes()

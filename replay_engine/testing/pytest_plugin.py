@@ -206,7 +206,13 @@ class ScenarioRun:
         if self.mode == "record":
             return []
         if self.mode == "debug":
-            scripts, journal, problems = self._debugger_facts()
+            import httpx
+
+            try:
+                scripts, journal, problems = self._debugger_facts()
+            except (httpx.HTTPError, ValueError) as exc:
+                return [f"dsh-replay: cannot ask the debugger at {self.url} how the replay went "
+                        f"({exc}); was it quit before the test ended?"]
         else:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run

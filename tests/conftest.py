@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]  # the pytest plugin's tests run pytest on generated test files
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_scenarios"
 

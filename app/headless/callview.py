@@ -1,4 +1,5 @@
-"""Pure helpers behind the call pane: assembled output, recorded context and its diff.
+"""Pure helpers behind the call pane: assembled output; the recorded context and its diff
+live in the library (re-exported here).
 
 Nothing here imports Textual, so it is cheap to test and reuse.
 """
@@ -6,16 +7,18 @@ Nothing here imports Textual, so it is cheap to test and reuse.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import islice
-from pathlib import Path
 from typing import Any
 
-from replay_engine import ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry
-
-CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
-MAX_CONTEXT_LINES = 20_000
+from replay_engine import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+from replay_engine import ContextItem as ContextItem
+from replay_engine import DiffRow as DiffRow
+from replay_engine import content_text as content_text
+from replay_engine import context_range as context_range
+from replay_engine import diff_context as diff_context
+from replay_engine import live_new_messages as live_new_messages
+from replay_engine import read_recorded_context as read_recorded_context
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,105 +114,3 @@ def pretty_arguments(text: str) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
         return text
-
-
-def content_text(content: Any) -> str:
-    """The text of a message or event ``content`` (a string or a list of parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        out = []
-        for part in content:
-            if isinstance(part, dict):
-                if isinstance(part.get("text"), str):
-                    out.append(part["text"])
-                elif isinstance(part.get("content"), str | list):
-                    out.append(content_text(part["content"]))
-            elif isinstance(part, str):
-                out.append(part)
-        return "\n".join(out)
-    if content is None:
-        return ""
-    return json.dumps(content, ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    """One message: its role and text."""
-
-    role: str
-    text: str
-
-
-def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | None:
-    """The log lines between the previous call and this one (None for sidecar entries)."""
-    item = script.entries[call_index]
-    if item.lines is None or script.file is None:
-        return None
-    start = 1
-    for previous in reversed(script.entries[:call_index]):
-        if previous.lines is not None:
-            start = previous.lines[1] + 1
-            break
-    return start, item.lines[0] - 1
-
-
-def read_recorded_context(file: str | Path, first: int, last: int) -> list[ContextItem]:
-    """User and tool messages the log holds on lines ``first..last`` (1-based, inclusive)."""
-    out: list[ContextItem] = []
-    if last < first:
-        return out
-    last = min(last, first + MAX_CONTEXT_LINES)
-    with open(file, "rb") as handle:
-        for raw in islice(handle, first - 1, last):
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            role = CONTEXT_TYPES.get(str(event.get("type")))
-            data = event.get("data")
-            if role is None or not isinstance(data, dict):
-                continue
-            out.append(ContextItem(role, content_text(data.get("content"))))
-    return out
-
-
-def live_new_messages(messages: Any) -> list[ContextItem]:
-    """The messages of a live request after its last assistant message (what is new)."""
-    if not isinstance(messages, list):
-        return []
-    start = 0
-    for i, message in enumerate(messages):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            start = i + 1
-    out = []
-    for message in messages[start:]:
-        if not isinstance(message, dict) or message.get("role") == "system":
-            continue
-        out.append(ContextItem(str(message.get("role", "?")), content_text(message.get("content"))))
-    return out
-
-
-DiffRow = tuple[str, "ContextItem | None", "ContextItem | None"]
-
-
-def diff_context(live: Iterable[ContextItem], recorded: Iterable[ContextItem]) -> list[DiffRow]:
-    """Pair live and recorded messages in order.
-
-    Marks: ``=`` same text, ``≠`` different, ``+`` only live, ``-`` only recorded.
-    """
-    a, b = list(live), list(recorded)
-    rows: list[DiffRow] = []
-    for i in range(max(len(a), len(b))):
-        x = a[i] if i < len(a) else None
-        y = b[i] if i < len(b) else None
-        if x is None:
-            mark = "-"
-        elif y is None:
-            mark = "+"
-        else:
-            mark = "=" if " ".join(x.text.split()) == " ".join(y.text.split()) else "≠"
-        rows.append((mark, x, y))
-    return rows

@@ -47,7 +47,7 @@ def bind_call(
                 f"the scenario recorded only {len(scripts)} session(s) "
                 f"[{session_label(session_id)}, run {run.name}]"
             )
-            emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry))
+            emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry, messages))
             raise err
         binding = Binding(session_id, run.claimed)
         run.claimed += 1
@@ -61,7 +61,8 @@ def bind_call(
             f"script has only {length} [{session_label(session_id)}, script "
             f"{binding.script_index}, run {run.name}]"
         )
-        emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry))
+        emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
+                             binding.script_index, binding.cursor))
         raise err2
     call_index = binding.cursor
     binding.cursor += 1

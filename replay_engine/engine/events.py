@@ -125,6 +125,12 @@ class BindingFailed(EngineEvent):
     message: str
     retry: bool = False
     """The refused request was a client library's retry of an earlier one."""
+    messages: Any = None
+    """The refused request's messages, as the client sent them."""
+    script_index: int | None = None
+    """The script the session is bound to (None: it arrived from an unrecorded session)."""
+    call_index: int | None = None
+    """The call number the session asked for, from 0 (None: an unrecorded session)."""
 
 
 @dataclass(frozen=True, slots=True)

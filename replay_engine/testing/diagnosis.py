@@ -1,0 +1,131 @@
+"""The text a failing replayed test shows: what went wrong, where the agent left the recording,
+and the commands that open the scenario in the debugger.
+
+Built from plain data (the run's journal as JSON, the refused calls, the consumed problems) so
+the same report serves an in-process engine and a debugger in another process.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..context import diff_context, diff_line, live_new_messages, recorded_context
+from ..engine.state import session_label
+from ..models import SessionScript
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedCall:
+    """A model call the engine could not bind (unrecorded session, exhausted script)."""
+
+    session: str | None
+    code: str
+    message: str
+    messages: Any
+    script_index: int | None
+    call_index: int | None
+
+
+def _script_name(script: SessionScript) -> str:
+    return Path(script.file).name if script.file else "the sidecar"
+
+
+def _key(script: SessionScript, call_index: int) -> str:
+    key = script.entries[call_index].call_key if call_index < len(script.entries) else None
+    return f"turn/step {key}" if key is not None else "a sidecar entry"
+
+
+def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index: int,
+          messages: Any) -> str | None:
+    """One line: how the live request's new messages differ from the recorded ones there."""
+    live = live_new_messages(messages)
+    if script_index is None or script_index >= len(scripts):
+        recorded = []
+    else:
+        found = recorded_context(scripts[script_index], call_index)
+        if found is None:
+            return None  # a sidecar entry: the log holds no context for it
+        recorded = found
+    return diff_line(diff_context(live, recorded))
+
+
+def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> list[str]:
+    """A binding error: the error, the live call with its recorded turn/step, and the diff."""
+    lines = [f"binding error {refused.code}: {refused.message}"]
+    who = session_label(refused.session)
+    si, ci = refused.script_index, refused.call_index
+    if si is None or ci is None or si >= len(scripts):
+        names = ", ".join(_script_name(s) for s in scripts) or "none"
+        lines.append(f"  call: the first model call of {who}; the recorded sessions "
+                     f"({names}) are all bound already")
+        diff = _diff(scripts, None, 0, refused.messages)
+    else:
+        script = scripts[si]
+        last = len(script.entries) - 1
+        where = (f"its last recorded call is #{last + 1} ({_key(script, last)})" if last >= 0
+                 else "the script records no call")
+        lines.append(f"  call: model call #{ci + 1} of {who} (script {si}, {_script_name(script)}): "
+                     f"past the recording, {where}")
+        diff = _diff(scripts, si, ci, refused.messages)
+    if diff is not None:
+        lines.append(f"  diff: {diff}")
+    return lines
+
+
+def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[str, Any]]) -> str | None:
+    """The earliest bound call whose live request differs from what the recording answered."""
+    for record in journal:
+        si, ci = record.get("scriptIndex"), record.get("callIndex")
+        if not isinstance(si, int) or not isinstance(ci, int) or si >= len(scripts):
+            continue
+        if ci >= len(scripts[si].entries):
+            continue
+        diff = _diff(scripts, si, ci, record.get("messages"))
+        if diff is not None:
+            who = session_label(record.get("sessionKey"))
+            return (f"first divergence: model call #{ci + 1} of {who} "
+                    f"({_key(scripts[si], ci)}, {_script_name(scripts[si])}): {diff}")
+    return None
+
+
+def display_path(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies below it, else absolute."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def debugger_hint(scenario: Path, nodeid: str, base: Path) -> list[str]:
+    """The commands that open the scenario in the debugger and rerun the test inside one."""
+    shown = shlex.quote(display_path(scenario, base))
+    return [
+        f"open the scenario in the debugger: dsh-replay-tui {shown}",
+        f"step through this test in it:      pytest --dsh-replay-debug {shlex.quote(nodeid)}",
+    ]
+
+
+def failure_report(
+    scenario: str,
+    run: str | None,
+    scripts: Sequence[SessionScript],
+    journal: Sequence[dict[str, Any]],
+    refused: Sequence[RefusedCall],
+    problems: Sequence[str],
+) -> list[str]:
+    """Every problem of one scenario's run in a test, one item per line (empty: none)."""
+    lines: list[str] = []
+    for call in refused:
+        lines.extend(describe_refused(scripts, call))
+    lines.extend(f"not consumed: {problem}" for problem in problems)
+    if not lines:
+        return []
+    divergence = first_divergence(scripts, journal)
+    if divergence is not None:
+        lines.append(divergence)
+    head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + " failed:"
+    return [head, *(f"  {line}" for line in lines)]

@@ -1,0 +1,265 @@
+"""The replay servers of one pytest process: an event loop on its own thread, one server per
+scenario directory (started on first use, shared by every test through per-test runs), and
+the two other ways a test can be served: a recorder, or a debugger in its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from ..layout import PRIMARY_NAME
+from ..server import ReplayServer, serve_scenario
+from ..sidecar import SIDECAR_NAME
+
+T = TypeVar("T")
+
+RECORDER_MODULE = "replay_engine.record"
+DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
+"""Overrides the debugger command (split like a shell would; the scenario and the
+``--port 0 --url-file F`` arguments are appended)."""
+DEBUGGER_START_SECONDS = 60.0
+
+
+class LoopThread:
+    """An asyncio event loop on a daemon thread, so sync and async tests share its servers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="dsh-replay-servers", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` on the loop's thread, where the engines live, and return its result."""
+
+        async def inside() -> T:
+            return fn()
+
+        return self.run(inside())
+
+    def close(self) -> None:
+        """Stop the loop and join its thread."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+class Hosted:
+    """An async context manager held open by a task of its own until ``stop`` (anyio-safe:
+    it is entered and exited by the same task)."""
+
+    def __init__(self) -> None:
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, manager: contextlib.AbstractAsyncContextManager[T]) -> T:
+        """Enter ``manager`` in the hosting task; returns what it yields."""
+        ready: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        async def host() -> None:
+            try:
+                async with manager as value:
+                    ready.set_result(value)
+                    await self._stop.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                    return
+                raise
+
+        self._task = asyncio.create_task(host())
+        return await ready
+
+    async def stop(self) -> None:
+        """Leave the context manager; its exit's exception is raised here."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stop.set()
+        await task
+
+
+def holds_scenario(directory: Path) -> bool:
+    """The directory already holds a recorded scenario (a primary log or a sidecar)."""
+    return os.path.lexists(directory / PRIMARY_NAME) or os.path.lexists(directory / SIDECAR_NAME)
+
+
+def recorder_available() -> bool:
+    """Whether this installation has the recorder."""
+    try:
+        return importlib.util.find_spec(RECORDER_MODULE) is not None
+    except ImportError:
+        return False
+
+
+@contextlib.asynccontextmanager
+async def record_into(directory: Path, upstream: str, *, force: bool) -> AsyncIterator[str]:
+    """Record what the test's agent sends into ``directory`` through the recorder proxy;
+    yields the proxy's base URL and finishes the scenario on exit."""
+    module: Any = importlib.import_module(RECORDER_MODULE)
+    record_scenario = module.record_scenario
+    options: dict[str, Any] = {}
+    accepted = inspect.signature(record_scenario).parameters
+    if "port" in accepted:
+        options["port"] = 0
+    if force and "force" in accepted:
+        options["force"] = True
+    async with record_scenario(directory, upstream, **options) as recorder:
+        url = recorder if isinstance(recorder, str) else recorder.url
+        yield str(url).rstrip("/")
+
+
+class ServerPool:
+    """The servers of this process, one per scenario directory, on one background loop."""
+
+    def __init__(self) -> None:
+        self._loop: LoopThread | None = None
+        self._servers: dict[Path, ReplayServer] = {}
+        self._hosted: list[Hosted] = []
+        self.recorded: set[Path] = set()
+        """Scenario directories recorded during this pytest session."""
+
+    @property
+    def loop(self) -> LoopThread:
+        """The background loop (started on first use)."""
+        if self._loop is None:
+            self._loop = LoopThread()
+        return self._loop
+
+    def server(self, directory: Path) -> ReplayServer:
+        """The started server of ``directory`` (loaded and started on first use)."""
+        server = self._servers.get(directory)
+        if server is None:
+            hosted = Hosted()
+            server = self.loop.run(hosted.start(serve_scenario(directory)))
+            self._hosted.append(hosted)
+            self._servers[directory] = server
+        return server
+
+    def start_recording(self, directory: Path, upstream: str, *, force: bool) -> tuple[str, Hosted]:
+        """Start a recorder into ``directory``; returns its base URL and the handle to stop it."""
+        hosted = Hosted()
+        url = self.loop.run(hosted.start(record_into(directory, upstream, force=force)))
+        return url, hosted
+
+    def stop_recording(self, directory: Path, hosted: Hosted) -> None:
+        """Finish a recording; later tests of this session replay what it wrote."""
+        try:
+            self.loop.run(hosted.stop())
+        finally:
+            self.recorded.add(directory)
+            self._servers.pop(directory, None)
+
+    def close(self) -> None:
+        """Stop every server and the loop."""
+        if self._loop is None:
+            return
+        hosted, self._hosted = self._hosted, []
+
+        async def stop_all() -> None:
+            for item in reversed(hosted):
+                with contextlib.suppress(Exception):
+                    await item.stop()
+
+        try:
+            self._loop.run(stop_all())
+        finally:
+            self._servers.clear()
+            self._loop.close()
+            self._loop = None
+
+
+def debugger_base_command() -> list[str]:
+    """How to start the debugger: ``$DSH_REPLAY_DEBUGGER``, else ``dsh-replay-tui``."""
+    custom = os.environ.get(DEBUGGER_ENV, "").strip()
+    if custom:
+        return shlex.split(custom)
+    beside = Path(sys.executable).parent / "dsh-replay-tui"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("dsh-replay-tui")
+    return [found] if found else [sys.executable, "-m", "app"]
+
+
+class Debugger:
+    """A debugger process serving one scenario to one test, on the user's terminal."""
+
+    def __init__(self, scenario: Path, work: Path) -> None:
+        self.url_file = work / "debugger.url"
+        self.command = [*debugger_base_command(), str(scenario), "--port", "0",
+                        "--url-file", str(self.url_file)]
+        self._tty: IO[bytes] | None = None
+        try:
+            self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()
+        except OSError:
+            self._tty = None
+        io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
+        self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
+
+    def wait_for_url(self, timeout: float = DEBUGGER_START_SECONDS) -> str:
+        """The debugger's base URL, once its URL file appears (it writes it atomically)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.url_file.is_file():
+                text = self.url_file.read_text(encoding="utf-8").strip()
+                if text:
+                    return text.rstrip("/")
+            code = self.process.poll()
+            if code is not None:
+                self.close()
+                raise RuntimeError(
+                    f"the debugger exited (status {code}) before it served the scenario; its "
+                    f"command was: {shlex.join(self.command)}. It needs a terminal: run pytest "
+                    "from one, with a single test and without -n")
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(
+                    f"the debugger wrote no URL to {self.url_file} within {timeout:.0f} s; its "
+                    f"command was: {shlex.join(self.command)}")
+            time.sleep(0.05)
+
+    def wait(self) -> int:
+        """Wait until the user quits the debugger; returns its exit status."""
+        try:
+            return self.process.wait()
+        finally:
+            self._close_tty()
+
+    def close(self) -> None:
+        """Stop the debugger if it still runs."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._close_tty()
+
+    def _close_tty(self) -> None:
+        if self._tty is not None:
+            self._tty.close()
+            self._tty = None

@@ -34,7 +34,10 @@ from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
 from .writer import Call, ScenarioRecorder, failure_code
 
 NETWORK = "NETWORK"
-"""Failure code of a call whose upstream connection failed or broke (no HTTP status)."""
+"""Failure code of a call whose upstream connection broke mid-answer (no status to map)."""
+UNREACHABLE_STATUS = 502
+"""What the client is answered when the upstream gives no answer at all; the call is recorded
+with the code of this status, so the replay answers the same."""
 ABORTED_BY_CLIENT = "ABORTED"
 """Failure code of a call the client left before its answer ended."""
 
@@ -267,8 +270,8 @@ class RecordProxy:
             except httpx.HTTPError as exc:
                 message = f"the upstream {self.upstream} did not answer ({_describe(exc)})"
                 if call is not None:
-                    call.fail(message, NETWORK)
-                return _upstream_error(message, 502, "UPSTREAM_UNREACHABLE")
+                    call.fail(message, failure_code(UNREACHABLE_STATUS))
+                return _upstream_error(message, UNREACHABLE_STATUS, "UPSTREAM_UNREACHABLE")
             return _Relay(response, call, dialect)
 
         return endpoint

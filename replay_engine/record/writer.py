@@ -383,8 +383,10 @@ class ScenarioRecorder:
         elif failure is not None:
             problem = (f"{log.path}: call #{index} (model call {call.key}) of child session "
                        f"{log.id} failed upstream ({failure[1]}: {failure[0]}); a sidecar can only "
-                       "decide calls of the primary session, so this scenario will not load until "
-                       "that call is recorded again or removed from the log.")
+                       "decide calls of the primary session, so "
+                       + ("this scenario will not load until that call is recorded again or "
+                          "removed from the log." if call.timed else "the child's script has no "
+                          "such call (a replay answers it as script exhausted)."))
             self.problems.append(problem)
         finish = None
         if failure is None:

@@ -31,9 +31,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import SCENARIO_EXISTS
 from .dialects import DIALECTS, OPENAI_CHAT, Dialect
 from .proxy import NETWORK, RecordProxy, check_upstream
-from .writer import SCENARIO_EXISTS, CallReport, Listener, ScenarioRecorder, failure_code
+from .writer import CallReport, Listener, ScenarioRecorder, failure_code
 
 __all__ = [
     "DIALECTS",

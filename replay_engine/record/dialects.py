@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import UpstreamStreamError
+
 Chunk = dict[str, Any]
 
 _FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
@@ -83,13 +85,8 @@ class RequestMessage:
     """The message exactly as the request sent it (compared to find the new ones)."""
 
 
-class StreamFailure(Exception):
-    """The upstream's stream reported an error in an event (the stream then ends)."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+StreamFailure = UpstreamStreamError
+"""What a rebuilder raises for an error event (``message`` and ``code``)."""
 
 
 class StreamRebuilder(Protocol):
@@ -203,7 +200,7 @@ class ChatRebuilder:
             chunk = json.loads(data)
         except ValueError:
             raise StreamFailure(f"the upstream sent an event that is not JSON: {data[:200]!r}",
-                                "INVALID_RESPONSE") from None
+                                code="INVALID_RESPONSE") from None
         if not isinstance(chunk, dict):
             return []
         if "error" in chunk and not chunk.get("choices"):
@@ -266,11 +263,11 @@ class ChatRebuilder:
 def stream_error(error: object) -> StreamFailure:
     """The failure an in-stream ``{"error": {...}}`` event reports (code SERVER when unnamed)."""
     if not isinstance(error, dict):
-        return StreamFailure(str(error), "SERVER")
+        return StreamFailure(str(error))
     message = error.get("message")
     code = error.get("code")
     return StreamFailure(message if isinstance(message, str) and message else "stream error",
-                         code if isinstance(code, str) and code else "SERVER")
+                         code=code if isinstance(code, str) and code else None)
 
 
 class OpenAIChat:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import InputError
+from ..errors import SCENARIO_EXISTS, InputError
 from ..files import atomic_write
 from ..sidecar import validate_sidecar
 from .dialects import Chunk, RequestMessage
@@ -30,8 +30,6 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Header values shorter than this are not searched for (they would match ordinary text)."""
 
-SCENARIO_EXISTS = "SCENARIO_EXISTS"
-"""InputError: the record directory already holds a scenario and ``--force`` was not given."""
 
 _STATUS_CODES = {400: "INVALID_REQUEST", 401: "AUTH", 429: "RATE_LIMIT", 500: "SERVER"}
 

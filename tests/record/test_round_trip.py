@@ -14,8 +14,16 @@ import pytest
 
 from replay_engine.record import record_scenario
 from replay_engine.server import serve_scenario
-from tests.record.agent import Agent
-from tests.record.recordtools import CORPUS, ROUND_TRIP, corpus_scenario, log_lines, plan_of, scripts_json
+from tests.record.agent import API_KEY, Agent
+from tests.record.recordtools import (
+    CORPUS,
+    ROUND_TRIP,
+    corpus_scenario,
+    every_byte,
+    log_lines,
+    plan_of,
+    scripts_json,
+)
 from tests.wire.wire_helpers import deepseek_producible
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(CORPUS is None, reason="corpus absent")]
@@ -54,6 +62,7 @@ async def test_recording_derives_to_the_served_scripts_and_replays(name: str,
     assert names == {"session.jsonl"} | {f"session.{n}.jsonl" for n in range(1, len(want))}
     for n in range(1, len(want)):
         assert log_lines(target / f"session.{n}.jsonl")[0]["id"] == f"child-{n}"
+    assert API_KEY.encode() not in every_byte(target)  # every byte the recording wrote
     async with serve_scenario(target) as replay:
         again = await Agent(replay.url + "/v1", plan_of(source),
                             include_usage=name.endswith("toolchain")).run()

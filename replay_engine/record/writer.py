@@ -374,11 +374,11 @@ class ScenarioRecorder:
         index = log.calls
         if failure is not None:
             failure = (self.redact(failure[0]), failure[1])
+        if log.primary:  # the sidecar first: a kill between the two writes leaves a bare list
+            self._primary_call(call, failure)  # that still decides every call of the log
         log.write_call(call, failure)
         problem = None
-        if log.primary:
-            self._primary_call(call, failure)
-        elif failure is not None:
+        if not log.primary and failure is not None:
             problem = (f"{log.path}: call #{index} (model call {call.key}) of child session "
                        f"{log.id} failed upstream ({failure[1]}: {failure[0]}); a sidecar can only "
                        "decide calls of the primary session, so "

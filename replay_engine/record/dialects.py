@@ -60,6 +60,14 @@ class SseParser:
             elif name == "event":
                 self._event = value
 
+    def close(self) -> list[SseEvent]:
+        """At the end of the stream: the event a final lone ``\r`` completes, if any (an
+        event the stream left unterminated is dropped, as the SSE standard says)."""
+        if not self._buffer.endswith(b"\r"):
+            return []
+        self._buffer += b"\n"
+        return self.feed(b"")
+
     def _next_line_end(self) -> tuple[int, int] | None:
         n = self._buffer.find(b"\n")
         r = self._buffer.find(b"\r")

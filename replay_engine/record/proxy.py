@@ -153,6 +153,16 @@ class _Relay:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         if call is None:
             return
+        if failure is None and not rebuilder.ended:
+            at = _now()
+            try:
+                for event in parser.close():
+                    call.add(rebuilder.feed(event), at)
+                    if rebuilder.ended:
+                        call.add(rebuilder.end(), at)
+                        break
+            except StreamFailure as exc:
+                failure = exc
         if rebuilder.ended:
             call.finish()
         elif failure is not None:

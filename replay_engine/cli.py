@@ -34,6 +34,10 @@ SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
         "replay_engine.cli_override",
         "patch one call of the primary script in replay.override.json",
     ),
+    "record": (
+        "replay_engine.record.cli",
+        "record a live agent run against an upstream provider into a scenario directory",
+    ),
     "demo-agent": (
         "replay_engine.demo_agent",
         "drive every recorded call of a running replay server with a small openai-SDK client",

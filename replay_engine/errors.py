@@ -20,6 +20,7 @@ JSON location, the call and what to do about it::
     ├── AbortedError                 ABORTED: the call was cancelled
     ├── PlaceholderError             PLACEHOLDER: a {{fromRequest:…}} could not resolve
     ├── UnrepresentableCallError     UNREPRESENTABLE: a dialect's wire cannot carry the call
+    ├── UpstreamStreamError          (code varies) an upstream stream the recorder relays failed
     ├── BadRequest                   a request the server refuses (400 / 413) before the engine
     │   └── ClientGone               CLIENT_CLOSED: the client left before its body arrived
     └── ServerUnreachableError       SERVER_UNREACHABLE: the demo agent found no replay server
@@ -65,6 +66,9 @@ CLIENT_CLOSED = "CLIENT_CLOSED"
 
 ABORTED = "ABORTED"
 """AbortedError: the call was cancelled."""
+
+SCENARIO_EXISTS = "SCENARIO_EXISTS"
+"""InputError: ``dsh-replay record`` was given a directory that already holds a scenario."""
 
 UNRECORDED_SESSION = "UNRECORDED_SESSION"
 SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
@@ -240,6 +244,13 @@ class UnrepresentableCallError(ReplayError):
     """A recorded call a dialect's wire cannot carry as recorded (e.g. non-object tool input)."""
 
     code = "UNREPRESENTABLE"
+
+
+class UpstreamStreamError(ReplayError):
+    """An answer stream ``dsh-replay record`` relays reported an error in an event; the code
+    is the upstream's own (SERVER when it named none), recorded as the call's failure."""
+
+    code = "SERVER"
 
 
 class BadRequest(ReplayError):

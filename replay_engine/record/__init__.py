@@ -1,0 +1,104 @@
+"""Record a live agent run into a scenario this project replays (``dsh-replay record``, SPEC 9).
+
+The recorder is a loopback proxy for the model routes: each call goes on to the upstream with
+the client's own headers (its API key is never written anywhere), the answer streams back
+byte for byte as it arrives, and each live session's calls land in its own log of the
+scenario directory, appended and flushed per call.
+
+For programs and test plugins, :func:`record_scenario` runs one recording inside the current
+event loop::
+
+    async with record_scenario("scenarios/foo", "https://api.deepseek.com") as rec:
+        client = openai.AsyncOpenAI(base_url=rec.base_url, api_key=key)
+        ...                        # drive the agent; rec.reports lists each recorded call
+    # on exit the logs are finished; rec.problems says why the scenario would not load, if so
+
+``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
+listener=None)``: ``pack`` writes runs of deltas as packed rows; ``force`` records into a
+directory that already holds a scenario, keeping its files as ``.bak`` (else InputError
+``SCENARIO_EXISTS``); ``listener`` is called with a :class:`CallReport` per recorded call.
+The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (``url + "/v1"``, what an
+OpenAI SDK takes), ``directory``, ``reports`` and ``problems``.
+
+Dialects plug in through :class:`~replay_engine.record.dialects.Dialect`; the OpenAI /
+DeepSeek chat-completions wire is built in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SCENARIO_EXISTS
+from .dialects import DIALECTS, OPENAI_CHAT, Dialect
+from .proxy import NETWORK, RecordProxy, check_upstream
+from .writer import CallReport, Listener, ScenarioRecorder, failure_code
+
+__all__ = [
+    "DIALECTS",
+    "NETWORK",
+    "OPENAI_CHAT",
+    "SCENARIO_EXISTS",
+    "CallReport",
+    "Dialect",
+    "Listener",
+    "RecordProxy",
+    "Recording",
+    "ScenarioRecorder",
+    "failure_code",
+    "record_scenario",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A running recording: where clients connect, and what was recorded so far."""
+
+    url: str
+    """The recorder's origin, e.g. ``http://127.0.0.1:8765``."""
+    recorder: ScenarioRecorder
+
+    @property
+    def base_url(self) -> str:
+        """The base URL an OpenAI-compatible SDK takes (``url + "/v1"``)."""
+        return self.url + "/v1"
+
+    @property
+    def directory(self) -> Path:
+        """The scenario directory being written."""
+        return self.recorder.directory
+
+    @property
+    def reports(self) -> list[CallReport]:
+        """Every call recorded so far, in the order they ended."""
+        return self.recorder.reports
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the scenario will not load as recorded (a child's failed call), if so."""
+        return self.recorder.problems
+
+
+@contextlib.asynccontextmanager
+async def record_scenario(directory: str | Path, upstream: str, *, host: str = "127.0.0.1",
+                          port: int = 0, pack: bool = False, force: bool = False,
+                          listener: Listener | None = None) -> AsyncIterator[Recording]:
+    """Record into ``directory`` from ``upstream`` while the block runs; finishes the logs on
+    exit (a call still streaming then is not recorded)."""
+    check_upstream(upstream)  # before the directory is touched
+    recorder = ScenarioRecorder(directory, pack=pack, force=force)
+    if listener is not None:
+        recorder.listeners.append(listener)
+    proxy = RecordProxy(recorder, upstream, host=host, port=port)
+    try:
+        url = await proxy.start()
+    except BaseException:
+        recorder.close()
+        await proxy.client.aclose()
+        raise
+    try:
+        yield Recording(url, recorder)
+    finally:
+        await proxy.stop()

@@ -1,0 +1,117 @@
+"""``dsh-replay record``: record a live agent run into a scenario until Ctrl-C / SIGTERM.
+
+The first stdout line is the base URL; one line per recorded call goes to stderr; on stop
+the logs are finished and a summary printed. Exit status 0, or 1 when the scenario will
+not load as recorded (a child session's call failed upstream; the message names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+from ..files import atomic_write
+from ..server import is_loopback
+from . import CallReport, Recording, record_scenario
+
+DEFAULT_PORT = 8765
+HELP = "record a live agent run against an upstream provider into a scenario directory"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``record`` subcommand."""
+    p = subparsers.add_parser(
+        "record", help=HELP,
+        description="Serve the model routes on loopback and forward every call to --upstream "
+        "with the client's own headers (its API key is never written), streaming the answer "
+        "back as it arrives; each live session becomes a log of SCENARIO_DIR. Stop with "
+        "Ctrl-C / SIGTERM. An upstream failure of the primary session is decided in "
+        "replay.override.json (a throw).",
+    )
+    p.add_argument("scenario", metavar="SCENARIO_DIR", help="directory to write the scenario into")
+    p.add_argument("--upstream", required=True, metavar="BASE_URL",
+                   help="the provider's base URL, e.g. https://api.deepseek.com")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--url-file", default=None, metavar="FILE",
+                   help="also write the base URL to FILE (atomically)")
+    p.add_argument("--pack", action="store_true",
+                   help="write runs of deltas as packed rows (smaller logs)")
+    p.add_argument("--force", action="store_true",
+                   help="record into a directory holding a scenario; its files are kept as .bak")
+    p.set_defaults(handler=run_record)
+
+
+def report_line(report: CallReport) -> str:
+    """The stderr line of one recorded call."""
+    who = "anonymous session" if report.session is None else f"session {report.session}"
+    head = f"{report.file} call #{report.index} ({report.key}, {who}): {report.chunks} chunks"
+    if report.failed:
+        return f"{head}, failed upstream {report.code}: {report.message}"
+    return f"{head}, finish {report.finish}"
+
+
+def summary(recording: Recording) -> list[str]:
+    """What the recording wrote, and what keeps it from loading."""
+    recorder = recording.recorder
+    logs = ", ".join(log.path.name for log in recorder.sessions.values()) or "no logs"
+    lines = [f"recorded {len(recording.reports)} call(s) of {len(recorder.sessions)} session(s) "
+             f"into {recording.directory} ({logs})"]
+    if recorder.dropped:
+        lines.append(f"{len(recorder.dropped)} call(s) still streaming at stop were not recorded")
+    if recorder.primary_failed:
+        lines.append("replay.override.json decides the primary's failed call(s) as throws")
+    if recorder.backups:
+        lines.append("the previous scenario is kept as " +
+                     ", ".join(p.name for p in recorder.backups))
+    lines += [f"problem: {problem}" for problem in recording.problems]
+    return lines
+
+
+async def _record(args: argparse.Namespace) -> int:
+    def show(report: CallReport) -> None:
+        print(report_line(report), file=sys.stderr, flush=True)
+        if report.problem:
+            print(f"dsh-replay: warning: {report.problem}", file=sys.stderr, flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        try:
+            context = record_scenario(args.scenario, args.upstream, host=args.host,
+                                      port=args.port, pack=args.pack, force=args.force,
+                                      listener=show)
+            recording = await context.__aenter__()
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise ConfigError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}); "
+                              "pick another --port (0 picks a free one).") from None
+        try:
+            if args.url_file:
+                atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))
+            print(recording.url, flush=True)
+            await stop.wait()
+        finally:
+            await context.__aexit__(None, None, None)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    print("\n".join(summary(recording)), flush=True)
+    return 1 if recording.problems else 0
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """Handler of ``dsh-replay record``."""
+    if not is_loopback(args.host):
+        print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
+              "this address can make calls with the keys your agent sends.",
+              file=sys.stderr, flush=True)
+    return asyncio.run(_record(args))

@@ -1,0 +1,376 @@
+"""The recording proxy: serves the model routes on loopback and forwards each call upstream.
+
+Each request goes to the same path under the upstream base URL (a ``/runs/{run}`` or
+``/sessions/{id}`` prefix of the recorder's own is not forwarded; a session id given in the
+path travels on as ``X-Session-Id``) with the client's own headers. The answer is relayed
+byte for byte as it arrives while the dialect rebuilds its chunks for the log. Nothing of
+the request's headers is written anywhere: their secrets are redacted from what is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import socket
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import BadRequest, ConfigError
+from ..server import is_loopback, request_session
+from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
+from .writer import Call, ScenarioRecorder, failure_code
+
+NETWORK = "NETWORK"
+"""Failure code of a call whose upstream connection broke mid-answer (no status to map)."""
+UNREACHABLE_STATUS = 502
+"""What the client is answered when the upstream gives no answer at all; the call is recorded
+with the code of this status, so the replay answers the same."""
+ABORTED_BY_CLIENT = "ABORTED"
+"""Failure code of a call the client left before its answer ended."""
+
+_HOP_BY_HOP = frozenset({
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
+    "upgrade", "proxy-connection", "accept-encoding",
+})
+_NOT_RELAYED = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding"})
+
+_dropping: contextvars.ContextVar[bool] = contextvars.ContextVar("dsh_replay_dropping",
+                                                                 default=False)
+
+
+class _DeliberateDrop(logging.Filter):
+    """Silences uvicorn's complaint about a response the recorder cut off on purpose (the
+    upstream broke its stream, so the client's connection breaks the same way)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _dropping.get()
+
+
+_FILTER = _DeliberateDrop()
+
+
+def check_upstream(upstream: str) -> str:
+    """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host."""
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--upstream {upstream!r}: give the provider's base URL, e.g. "
+                          "https://api.deepseek.com or http://127.0.0.1:8765 (http or https).")
+    return upstream.rstrip("/")
+
+
+def upstream_url(base: str, path: str, query: str) -> str:
+    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends with."""
+    if base.endswith("/v1") and path.startswith("/v1/"):
+        path = path[3:]
+    return base + path + (f"?{query}" if query else "")
+
+
+class _Relay:
+    """The ASGI answer of one forwarded call: relays the upstream's bytes, records the call."""
+
+    def __init__(self, response: httpx.Response, call: Call | None, dialect: Dialect) -> None:
+        self.response = response
+        self.call = call
+        self.dialect = dialect
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = self.response
+        headers = [(k.encode("latin-1"), v.encode("latin-1"))
+                   for k, v in response.headers.multi_items() if k.lower() not in _NOT_RELAYED]
+        try:
+            await send({"type": "http.response.start", "status": response.status_code,
+                        "headers": headers})
+            if response.status_code >= 400:
+                await self._error(send)
+            elif "text/event-stream" in response.headers.get("content-type", ""):
+                await self._stream(send)
+            else:
+                await self._completion(send)
+        except httpx.HTTPError as exc:
+            self._fail(f"the upstream connection broke mid-answer ({_describe(exc)})", NETWORK)
+            _dropping.set(True)  # return without ending the body: the client's connection drops
+        except OSError:
+            self._fail("the client closed the connection before the answer ended",
+                       ABORTED_BY_CLIENT)
+        finally:
+            await response.aclose()
+
+    def _fail(self, message: str, code: str) -> None:
+        if self.call is not None:
+            self.call.fail(message, code)
+
+    def _decoder(self) -> Callable[[bytes], bytes]:
+        encoding = self.response.headers.get("content-encoding", "identity").lower()
+        if encoding in ("gzip", "deflate"):
+            return zlib.decompressobj(wbits=47).decompress
+        return lambda raw: raw
+
+    async def _error(self, send: Send) -> None:
+        body = bytearray()
+        async for raw in self.response.aiter_raw():
+            body += raw
+            await send({"type": "http.response.body", "body": raw, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        status = self.response.status_code
+        self._fail(self.dialect.error_message(status, self._decoder()(bytes(body))),
+                   failure_code(status))
+
+    async def _stream(self, send: Send) -> None:
+        parser = SseParser()
+        rebuilder = self.dialect.rebuilder()
+        decode = self._decoder()
+        failure: StreamFailure | None = None
+        call = self.call
+        async for raw in self.response.aiter_raw():
+            await send({"type": "http.response.body", "body": raw, "more_body": True})
+            if call is None or failure is not None or rebuilder.ended:
+                continue
+            at = None
+            for event in parser.feed(decode(raw)):
+                try:
+                    chunks = rebuilder.feed(event)
+                except StreamFailure as exc:
+                    failure = exc
+                    break
+                at = at or _now()
+                call.add(chunks, at)
+                if rebuilder.ended:
+                    call.add(rebuilder.end(), at)
+                    break
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if call is None:
+            return
+        if failure is None and not rebuilder.ended:
+            at = _now()
+            try:
+                for event in parser.close():
+                    call.add(rebuilder.feed(event), at)
+                    if rebuilder.ended:
+                        call.add(rebuilder.end(), at)
+                        break
+            except StreamFailure as exc:
+                failure = exc
+        if rebuilder.ended:
+            call.finish()
+        elif failure is not None:
+            call.fail(failure.message, failure.code)
+        else:
+            call.fail("the upstream's stream ended before its end marker", NETWORK)
+
+    async def _completion(self, send: Send) -> None:
+        body = bytearray()
+        async for raw in self.response.aiter_raw():
+            body += raw
+            await send({"type": "http.response.body", "body": raw, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if self.call is None:
+            return
+        try:
+            chunks = self.dialect.completion_chunks(json.loads(self._decoder()(bytes(body))))
+        except ValueError:
+            self.call.fail("the upstream answered with a body that is not a completion",
+                           "INVALID_RESPONSE")
+            return
+        self.call.add(chunks)
+        self.call.finish()
+
+
+def _now() -> int:
+    from .writer import now_ms
+
+    return now_ms()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _upstream_error(message: str, status: int, code: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "upstream_error", "code": code}},
+                        status_code=status)
+
+
+class RecordProxy:
+    """The recorder's HTTP server: uvicorn on loopback, run as a task of the current loop."""
+
+    def __init__(self, recorder: ScenarioRecorder, upstream: str, *, host: str = "127.0.0.1",
+                 port: int = 0, dialects: tuple[Dialect, ...] = DIALECTS) -> None:
+        self.recorder = recorder
+        self.upstream = check_upstream(upstream)
+        self.host = host
+        self.port = port
+        self.dialects = dialects
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30.0))
+        self.app = self._create_app()
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._exit = asyncio.Event()
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL clients use, e.g. ``http://127.0.0.1:8765`` (once started)."""
+        if self._url is None:
+            raise RuntimeError("the recorder is not started")
+        return self._url
+
+    def _create_app(self) -> Starlette:
+        routes: list[Route] = []
+
+        def add(path: str, endpoint: Callable[[Request], Any], methods: list[str],
+                sessions: bool) -> None:
+            prefixes = ["", "/runs/{run}"]
+            if sessions:
+                prefixes += ["/sessions/{session}", "/runs/{run}/sessions/{session}"]
+            routes.extend(Route(p + path, endpoint, methods=methods) for p in prefixes)
+
+        for dialect in self.dialects:
+            for path in dialect.routes:
+                add(path, self._model_call(dialect, path), ["POST"], True)
+        add("/v1/models", self._passthrough("/v1/models"), ["GET"], True)
+        add("/v1/models/{model:path}", self._passthrough(None), ["GET"], True)
+        routes.append(Route("/healthz", self._healthz, methods=["GET"]))
+        return Starlette(routes=routes, exception_handlers={
+            404: _not_found(404, "NOT_FOUND"), 405: _not_found(405, "METHOD_NOT_ALLOWED")})
+
+    async def _healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "recording": str(self.recorder.directory)})
+
+    def _headers(self, request: Request, session: str | None) -> dict[str, str]:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers["accept-encoding"] = "identity"
+        if session is not None and "x-session-id" not in request.headers:
+            headers["x-session-id"] = session
+        return headers
+
+    def _model_call(self, dialect: Dialect, path: str) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> ASGIApp:
+            self.recorder.redact.learn(request.headers.items())
+            try:
+                session = request_session(request)
+            except BadRequest as bad:
+                return bad.response({})
+            raw = await request.body()
+            try:
+                body = json.loads(raw) if raw.strip() else {}
+            except ValueError:
+                body = None
+            call = None
+            if isinstance(body, dict) and not self.recorder.closed:
+                call = self.recorder.open_call(session, dialect.messages(body))
+            url = upstream_url(self.upstream, path, request.url.query)
+            outgoing = self.client.build_request("POST", url, content=raw,
+                                                 headers=self._headers(request, session))
+            try:
+                response = await self.client.send(outgoing, stream=True)
+            except httpx.HTTPError as exc:
+                message = f"the upstream {self.upstream} did not answer ({_describe(exc)})"
+                if call is not None:
+                    call.fail(message, failure_code(UNREACHABLE_STATUS))
+                return _upstream_error(message, UNREACHABLE_STATUS, "UPSTREAM_UNREACHABLE")
+            return _Relay(response, call, dialect)
+
+        return endpoint
+
+    def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            tail = path if path is not None else f"/v1/models/{request.path_params['model']}"
+            url = upstream_url(self.upstream, tail, request.url.query)
+            try:
+                response = await self.client.get(url, headers=self._headers(request, None))
+            except httpx.HTTPError as exc:
+                return _upstream_error(f"the upstream {self.upstream} did not answer "
+                                       f"({_describe(exc)})", 502, "UPSTREAM_UNREACHABLE")
+            headers = {k: v for k, v in response.headers.items() if k.lower() not in _NOT_RELAYED
+                       and k.lower() != "content-encoding"}
+            return Response(response.content, status_code=response.status_code, headers=headers)
+
+        return endpoint
+
+    async def start(self) -> str:
+        """Bind, start serving and return the base URL (the port is resolved when 0)."""
+        if self._url is not None:
+            return self._url
+        logging.getLogger("uvicorn.error").addFilter(_FILTER)
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        config = uvicorn.Config(self.app, log_config=None, log_level="warning", access_log=False,
+                                lifespan="off", ws="none", timeout_graceful_shutdown=1,
+                                server_header=False)
+        config.load()
+        server = _Server(config)
+        server.lifespan = config.lifespan_class(config)
+        try:
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
+        self._server = server
+        self._exit = asyncio.Event()
+        self._task = asyncio.create_task(self._main(server, sock))
+        self.port = sock.getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._url = f"http://{host}:{self.port}"
+        return self._url
+
+    async def _main(self, server: _Server, sock: socket.socket) -> None:
+        counter = 0
+        while not self._exit.is_set():
+            await server.on_tick(counter)
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 1.0)
+        await server.shutdown(sockets=[sock])
+
+    async def stop(self) -> None:
+        """Finish the recording (calls still streaming are dropped), then shut down."""
+        self.recorder.close()
+        if self._task is not None:
+            self._exit.set()
+            task, self._task = self._task, None
+            await task
+        await self.client.aclose()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that leaves signal handling to whoever owns the event loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _not_found(status: int, code: str) -> Callable[[Request, Exception], Any]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        what = "no route" if status == 404 else f"{request.method} is not allowed on"
+        return JSONResponse({"error": {"message": f"{what} {request.url.path}; the recorder "
+                                       "serves the model routes (POST /v1/chat/completions)",
+                                       "type": "replay_error", "code": code}},
+                            status_code=status)
+
+    return handle
+
+
+__all__ = ["NETWORK", "RecordProxy", "check_upstream", "is_loopback", "upstream_url"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import Pace, ReplayError, load_serve_config
+from replay_engine import Pace, ReplayError, VersionAction, load_serve_config
 
 if TYPE_CHECKING:
     from .app import AppOptions
@@ -27,8 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = _Parser(prog="dsh-replay-tui",
                 description="Serve a recorded scenario to a live agent and debug the replay.")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (0: a free port)")
+    p.add_argument("--port", type=int, default=8765,
+                   help="port to listen on (default 8765; 0 picks a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--pace-ms", type=int, default=None, metavar="N",
                    help="fixed delay before every chunk, in milliseconds")

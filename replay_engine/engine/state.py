@@ -45,6 +45,8 @@ class CallRecord:
     chunks_served: int = 0
     retry: bool = False
     """The request was a client library's retry of an earlier one."""
+    dialect: str | None = None
+    """The wire the call arrived on (openai, native, anthropic, responses; None in process)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -63,6 +65,7 @@ class CallRecord:
             "endedAt": self.ended_at,
             "chunksServed": self.chunks_served,
             "retry": self.retry,
+            "dialect": self.dialect,
         }
 
 

@@ -19,10 +19,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from replay_engine import ReplayEngine, ReplayError, ThrowEntry
-from replay_engine import wire_anthropic as wa
-from replay_engine import wire_responses as wr
 from replay_engine.engine import CallHandle
-from replay_engine.wire_blocks import entry_chunks
+from replay_engine.wire import anthropic as wa
+from replay_engine.wire import responses as wr
+from replay_engine.wire.blocks import entry_chunks
 
 NO_RETRY = {"x-should-retry": "false"}
 

@@ -301,7 +301,7 @@ async def test_from_request_searches_system_then_messages(tmp_path: Path) -> Non
 
 
 def test_message_start_states_the_recorded_usage() -> None:
-    from replay_engine.wire_anthropic import MessagesStreamEncoder
+    from replay_engine.wire.anthropic import MessagesStreamEncoder
 
     opening = MessagesStreamEncoder(MODEL, SIGNED["chunks"], message_id="msg_x").opening()
     assert opening.startswith(b"event: message_start\ndata: ")

@@ -1,6 +1,6 @@
 """Author ``replay.override.json``: edit a draft of the primary's sidecar, preview it, save it.
 
-The draft starts from a loaded :class:`~replay_engine.scenario.Scenario` and the
+The draft starts from a loaded :class:`~replay_engine.scenario.loading.Scenario` and the
 sidecar file as it is on disk. Its form follows the file: ``patches`` when the
 file is new or already in that form, a bare list stays a bare list. Every edit
 is validated with the models that load sidecars, and :meth:`OverrideDraft.save`

@@ -20,9 +20,11 @@ from starlette.routing import Route
 
 from ..engine import ReplayEngine
 from ..models import ProviderConfig
+from ..wire.anthropic import MessagesDialect
 from ..wire.dialect import Dialect
 from ..wire.native import NativeDialect
 from ..wire.openai_chat import ChatDialect
+from ..wire.responses import ResponsesDialect
 from .context import ScenarioSource, Served
 from .control import Catalog, Control, Endpoint
 from .model_calls import ModelCall
@@ -32,7 +34,7 @@ _PREFIXES = re.compile(r"^(?:/runs/[^/]+)?(?:/sessions/[^/]+)?")
 
 def default_dialects() -> list[Dialect]:
     """The dialects every app serves."""
-    return [ChatDialect(), NativeDialect()]
+    return [ChatDialect(), MessagesDialect(), ResponsesDialect(), NativeDialect()]
 
 
 def _error_handler(status: int, code: str, dialects: Sequence[Dialect]

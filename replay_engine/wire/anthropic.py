@@ -65,9 +65,9 @@ def error_event(message: str, code: str) -> bytes:
     return _sse(b"error", _encode(error_body(message, code)))
 
 
-def request_corpus(body: dict[str, Any]) -> list[Any]:
+def request_corpus(body: dict[str, Any]) -> dict[str, Any]:
     """What ``{{fromRequest}}`` searches in a Messages request: ``system``, then ``messages``."""
-    return [body.get("system"), body.get("messages")]
+    return {"system": body.get("system"), "messages": body.get("messages")}
 
 
 def stop_reason(reason: dict[str, Any] | None) -> str:

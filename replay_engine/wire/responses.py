@@ -32,9 +32,9 @@ def error_status(code: str) -> int:
     return status_for_code(code)
 
 
-def request_corpus(body: dict[str, Any]) -> list[Any]:
+def request_corpus(body: dict[str, Any]) -> dict[str, Any]:
     """What ``{{fromRequest}}`` searches in a Responses request: ``instructions``, then ``input``."""
-    return [body.get("instructions"), body.get("input")]
+    return {"instructions": body.get("instructions"), "input": body.get("input")}
 
 
 def usage_to_wire(usage: dict[str, Any] | None) -> dict[str, Any]:

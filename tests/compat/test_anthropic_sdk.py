@@ -1,4 +1,4 @@
-"""The Messages codec judged by the real ``anthropic`` SDK over a real socket (SPEC 8.4).
+"""The Messages route judged by the real ``anthropic`` SDK over a real socket (SPEC 8.4).
 
 Every call of a spread of conformance scenarios, streamed (``messages.stream(...)
 .get_final_message()``) and not (``messages.create()``), must assemble the recorded
@@ -19,7 +19,7 @@ import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine, SessionScript, ThrowEntry, load_scenario
 from replay_engine.server import ReplayServer
-from tests.compat.codec_harness import SIGNED, codec_app, json_object, recorded_blocks
+from tests.compat.recorded import SIGNED, json_object, recorded_blocks
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import write_scenario
 
@@ -51,7 +51,7 @@ ERRORS: dict[str, tuple[int, str, type[anthropic.APIStatusError]]] = {
 
 
 class Served:
-    """The codec harness on a real engine, and one SDK client per run (closed at the end)."""
+    """The replay server on a real engine, and one SDK client per run (closed at the end)."""
 
     def __init__(self, url: str, engine: ReplayEngine) -> None:
         self.url = url
@@ -68,9 +68,9 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served]:
-    """The codec harness over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
+    """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
     engine = ReplayEngine(scripts)
-    async with ReplayServer(engine, app=codec_app(engine)) as server:
+    async with ReplayServer(engine) as server:
         served = Served(server.url, engine)
         try:
             yield served
@@ -309,3 +309,30 @@ def test_message_start_states_the_recorded_usage() -> None:
     assert data["message"]["id"] == "msg_x"
     assert data["message"]["usage"] == {"input_tokens": 12, "output_tokens": 0,
                                         "cache_read_input_tokens": 4}
+
+
+async def test_scripted_auth_and_rate_limit_throws_raise_the_sdk_errors(tmp_path: Path) -> None:
+    entries = [
+        {"kind": "throw", "chunks": [], "message": "bad key", "code": "AUTH"},
+        {"kind": "throw", "chunks": [], "message": "bad key", "code": "AUTH"},
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+        SIGNED,
+    ]
+    async with serving(_scenario(tmp_path, entries)) as served:
+        api = served.client("default", retries=3)  # the SDK's own retries stay enabled
+        with pytest.raises(anthropic.AuthenticationError) as auth:
+            await api.messages.create(**_request("a"))
+        check_error(auth.value, "AUTH", "bad key", streamed=False)
+        with pytest.raises(anthropic.AuthenticationError):
+            await stream_call(api, "a")
+        for _ in range(2):
+            with pytest.raises(anthropic.RateLimitError) as limited:
+                await api.messages.create(**_request("a"))
+            check_error(limited.value, "RATE_LIMIT", "slow down", streamed=False)
+            assert limited.value.response.headers["x-should-retry"] == "false"
+        # Four requests, four calls: no SDK retry consumed one, the next call is still there.
+        assert [r.retry for r in served.engine.journal()] == [False] * 4
+        message, partial = await stream_call(api, "a")
+        check_message(message, SIGNED["chunks"], partial, "after the throws")
+        assert served.engine.consumed_problems() == []

@@ -1,4 +1,4 @@
-"""The Responses codec judged by the real ``openai`` SDK over a real socket (SPEC 8.5).
+"""The Responses route judged by the real ``openai`` SDK over a real socket (SPEC 8.5).
 
 Every call of a spread of conformance scenarios, streamed (``responses.stream(...)``,
 ``get_final_response()`` when it completes) and not (``responses.create()``), must
@@ -10,6 +10,7 @@ the usage; the streamed deltas must add up to the same content.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine, SessionScript, ThrowEntry, load_scenario
 from replay_engine.server import ReplayServer
-from tests.compat.codec_harness import SIGNED, codec_app, recorded_blocks
+from tests.compat.recorded import SIGNED, recorded_blocks
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import write_scenario
 
@@ -50,7 +51,7 @@ ERRORS: dict[str, tuple[int, type[openai.APIStatusError]]] = {
 
 
 class Served:
-    """The codec harness on a real engine, and one SDK client per run (closed at the end)."""
+    """The replay server on a real engine, and one SDK client per run (closed at the end)."""
 
     def __init__(self, url: str, engine: ReplayEngine) -> None:
         self.url = url
@@ -67,9 +68,9 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served]:
-    """The codec harness over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
+    """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
     engine = ReplayEngine(scripts)
-    async with ReplayServer(engine, app=codec_app(engine)) as server:
+    async with ReplayServer(engine) as server:
         served = Served(server.url, engine)
         try:
             yield served
@@ -317,10 +318,14 @@ async def test_an_agents_sdk_agent_runs_a_recorded_tool_loop(tmp_path: Path) -> 
         return f"sum={a + b}"
 
     async with serving(_scenario(tmp_path, calls)) as served:
-        model = agents.OpenAIResponsesModel(model=MODEL, openai_client=served.client("default"))
-        agent = agents.Agent(name="adder", instructions="add", tools=[add], model=model)
-        result = await agents.Runner.run(agent, "what is 2 + 40?",
-                                         run_config=agents.RunConfig(tracing_disabled=True))
+        # The agent names no model: it runs on the provider's default, a Responses model.
+        provider = agents.OpenAIProvider(base_url=f"{served.url}/sessions/adder/v1", api_key="replay")
+        agent = agents.Agent(name="adder", instructions="add", tools=[add])
+        run_config = agents.RunConfig(model_provider=provider, tracing_disabled=True)
+        result = await agents.Runner.run(agent, "what is 2 + 40?", run_config=run_config)
         assert ran == [(2, 40)]
         assert result.final_output == "The sum is 42."
         assert served.engine.consumed_problems() == []
+        journal = served.engine.journal()
+        assert [(r.session, r.dialect) for r in journal] == [("adder", "responses")] * 2
+        assert "sum=42" in json.dumps(journal[1].messages)  # the tool's output went back

@@ -24,7 +24,7 @@ SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
                  "check scenarios without serving; lists every problem"),
     "serve": (
         "replay_engine.cli.serve",
-        "serve a scenario to a live agent over HTTP (OpenAI/DeepSeek, native, control)",
+        "serve a scenario to a live agent over HTTP (OpenAI chat and Responses, Anthropic, native)",
     ),
     "override": (
         "replay_engine.cli.override",

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand."""
     p = subparsers.add_parser(
         "serve",
-        help="serve a scenario to a live agent over HTTP (OpenAI/DeepSeek, native, control)",
+        help="serve a scenario to a live agent over HTTP (OpenAI chat and Responses, Anthropic, native)",
         description="Serve SCENARIO until Ctrl-C / SIGTERM. Prints the base URL first, one line "
         "per call on stderr, and the assert-consumed verdict at the end (exit 0 consumed, 3 not).",
     )

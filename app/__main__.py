@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import Pace, ReplayError, load_serve_config
+from replay_engine import Pace, ReplayError, VersionAction, load_serve_config
 
 if TYPE_CHECKING:
     from .app import AppOptions
@@ -31,8 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "bound a session. Exit status: 0 consumed, 3 not consumed, 1 the scenario never "
                 "loaded (nothing was served), 4 the server could not listen on its port (wins "
                 "over 1; both are printed), 2 bad arguments.")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (0: a free port)")
+    p.add_argument("--port", type=int, default=8765,
+                   help="port to listen on (default 8765; 0 picks a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--pace-ms", type=int, default=None, metavar="N",
                    help="fixed delay before every chunk, in milliseconds")

@@ -33,8 +33,8 @@ from gen import VERSION as GEN_VERSION  # noqa: E402
 from gen import ensure_corpus_log, ensure_log, write_log  # noqa: E402
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
-from replay_engine.derive import load_log  # noqa: E402
-from replay_engine.logscan import check_log  # noqa: E402
+from replay_engine.scenario.derive_fast import load_log  # noqa: E402
+from replay_engine.scenario.logcheck import check_log  # noqa: E402
 
 DATA = HERE / "_data"
 MB = 1_000_000
@@ -43,8 +43,8 @@ RSS_CHILD = """
 import resource, sys, time
 sys.path.insert(0, {root!r})
 import replay_engine
-from replay_engine.derive import load_log
-from replay_engine.scenario import load_scenario
+from replay_engine.scenario.derive_fast import load_log
+from replay_engine.scenario.loading import load_scenario
 def hwm():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))

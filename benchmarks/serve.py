@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from replay_engine import ChunksEntry, ReplayEngine, ScriptEntry, SessionScript  # noqa: E402
 from replay_engine.server import ReplayServer  # noqa: E402
-from replay_engine.wire_openai import StreamEncoder  # noqa: E402
+from replay_engine.wire.openai_chat import StreamEncoder  # noqa: E402
 
 YIELD_EVERY = 64
 

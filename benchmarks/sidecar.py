@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from replay_engine.authoring import parse_entry_text  # noqa: E402
-from replay_engine.cli import main as cli_main  # noqa: E402
+from replay_engine.authoring.draft import parse_entry_text  # noqa: E402
+from replay_engine.cli.dispatch import main as cli_main  # noqa: E402
 from replay_engine.errors import SidecarError  # noqa: E402
-from replay_engine.sidecar import load_sidecar  # noqa: E402
+from replay_engine.scenario.sidecar import load_sidecar  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "_data"
 VERSION = 1

@@ -28,7 +28,7 @@ from gen import ensure_log, write_log  # noqa: E402
 from textual import events  # noqa: E402
 
 from app.app import AppOptions, ReplayApp  # noqa: E402
-from replay_engine.scenario import load_scenario  # noqa: E402
+from replay_engine.scenario.loading import load_scenario  # noqa: E402
 
 DATA = HERE / "_data"
 MB = 1_000_000

@@ -10,9 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .authoring import EntryComparison, EntryTextError, OverrideDraft, SavedSidecar, parse_entry_text
-    from .authoring_unfinished import open_draft
-    from .config import load_serve_config
+    from .authoring.draft import (
+        EntryComparison,
+        EntryTextError,
+        OverrideDraft,
+        SavedSidecar,
+        parse_entry_text,
+    )
+    from .authoring.unfinished import open_draft
+    from .cli.version import VersionAction, package_version
     from .context import (
         ContextItem,
         DiffRow,
@@ -24,8 +30,6 @@ if TYPE_CHECKING:
         read_recorded_context,
         recorded_context,
     )
-    from .demo_agent import run_demo_agent
-    from .derive import derive_replay_script, js_string, load_log
     from .engine import (
         DEFAULT_RUN,
         BindingState,
@@ -55,7 +59,6 @@ if TYPE_CHECKING:
         UnrecordedSessionError,
     )
     from .files import Rename, atomic_write, fingerprint
-    from .logs import parse_session_header, parse_session_log
     from .models import (
         AnyEntry,
         ChunksEntry,
@@ -72,7 +75,6 @@ if TYPE_CHECKING:
         ThrowEntry,
         entry_to_json,
     )
-    from .placeholders import resolve_scripted_entry
     from .presentation import (
         EXIT_FAILED,
         EXIT_NOT_CONSUMED,
@@ -83,7 +85,10 @@ if TYPE_CHECKING:
         verdict,
         verdict_text,
     )
-    from .scenario import (
+    from .scenario.config import load_serve_config
+    from .scenario.derive import derive_replay_script, js_string
+    from .scenario.derive_fast import load_log
+    from .scenario.loading import (
         CHILD_RE,
         PRIMARY_NAME,
         Scenario,
@@ -92,8 +97,9 @@ if TYPE_CHECKING:
         load_scenario_config,
         load_session_scripts,
     )
-    from .server import ReplayServer, is_loopback
-    from .sidecar import (
+    from .scenario.logs import parse_session_header, parse_session_log
+    from .scenario.placeholders import resolve_scripted_entry
+    from .scenario.sidecar import (
         SIDECAR_NAME,
         Sidecar,
         load_sidecar,
@@ -101,15 +107,20 @@ if TYPE_CHECKING:
         validate_entry,
         validate_sidecar,
     )
+    from .server import ReplayServer, is_loopback
+    from .testing.demo_agent import run_demo_agent
 
 _LAZY: dict[str, str] = {
-    "EntryComparison": "authoring",
-    "EntryTextError": "authoring",
-    "OverrideDraft": "authoring",
-    "SavedSidecar": "authoring",
-    "parse_entry_text": "authoring",
-    "open_draft": "authoring_unfinished",
-    "load_serve_config": "config",
+    "EntryComparison": "authoring.draft",
+    "EntryTextError": "authoring.draft",
+    "OverrideDraft": "authoring.draft",
+    "SavedSidecar": "authoring.draft",
+    "parse_entry_text": "authoring.draft",
+    "open_draft": "authoring.unfinished",
+    "load_serve_config": "scenario.config",
+    "derive_replay_script": "scenario.derive",
+    "js_string": "scenario.derive",
+    "load_log": "scenario.derive_fast",
     "ContextItem": "context",
     "DiffRow": "context",
     "content_text": "context",
@@ -119,9 +130,6 @@ _LAZY: dict[str, str] = {
     "live_new_messages": "context",
     "read_recorded_context": "context",
     "recorded_context": "context",
-    "derive_replay_script": "derive",
-    "js_string": "derive",
-    "load_log": "derive",
     "DEFAULT_RUN": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
@@ -149,8 +157,8 @@ _LAZY: dict[str, str] = {
     "Rename": "files",
     "atomic_write": "files",
     "fingerprint": "files",
-    "parse_session_header": "logs",
-    "parse_session_log": "logs",
+    "parse_session_header": "scenario.logs",
+    "parse_session_log": "scenario.logs",
     "AnyEntry": "models",
     "ChunksEntry": "models",
     "HangEntry": "models",
@@ -165,7 +173,7 @@ _LAZY: dict[str, str] = {
     "SessionScript": "models",
     "ThrowEntry": "models",
     "entry_to_json": "models",
-    "resolve_scripted_entry": "placeholders",
+    "resolve_scripted_entry": "scenario.placeholders",
     "EXIT_FAILED": "presentation",
     "EXIT_NOT_CONSUMED": "presentation",
     "EXIT_NOT_SERVING": "presentation",
@@ -174,22 +182,24 @@ _LAZY: dict[str, str] = {
     "summarize_entry": "presentation",
     "verdict": "presentation",
     "verdict_text": "presentation",
-    "CHILD_RE": "scenario",
-    "PRIMARY_NAME": "scenario",
-    "Scenario": "scenario",
-    "load_replay_script": "scenario",
-    "load_scenario": "scenario",
-    "load_scenario_config": "scenario",
-    "load_session_scripts": "scenario",
-    "SIDECAR_NAME": "sidecar",
-    "Sidecar": "sidecar",
-    "load_sidecar": "sidecar",
-    "parse_sidecar_text": "sidecar",
-    "validate_entry": "sidecar",
-    "validate_sidecar": "sidecar",
+    "CHILD_RE": "scenario.loading",
+    "PRIMARY_NAME": "scenario.loading",
+    "Scenario": "scenario.loading",
+    "load_replay_script": "scenario.loading",
+    "load_scenario": "scenario.loading",
+    "load_scenario_config": "scenario.loading",
+    "load_session_scripts": "scenario.loading",
+    "SIDECAR_NAME": "scenario.sidecar",
+    "Sidecar": "scenario.sidecar",
+    "load_sidecar": "scenario.sidecar",
+    "parse_sidecar_text": "scenario.sidecar",
+    "validate_entry": "scenario.sidecar",
+    "validate_sidecar": "scenario.sidecar",
     "ReplayServer": "server",
     "is_loopback": "server",
-    "run_demo_agent": "demo_agent",
+    "run_demo_agent": "testing.demo_agent",
+    "package_version": "cli.version",
+    "VersionAction": "cli.version",
 }
 """Where each public name lives: imported on first use, so ``import replay_engine`` (and
 the ``dsh-replay`` start-up) does not pay for pydantic, anyio and the server up front."""
@@ -265,6 +275,7 @@ __all__ = [
     "SidecarError",
     "ThrowEntry",
     "UnrecordedSessionError",
+    "VersionAction",
     "atomic_write",
     "content_text",
     "context_range",
@@ -286,6 +297,7 @@ __all__ = [
     "load_session_scripts",
     "load_sidecar",
     "open_draft",
+    "package_version",
     "parse_entry_text",
     "parse_session_header",
     "parse_session_log",

@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-from .jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
-from .jsonnumbers import as_safe_integer as as_safe_integer
-from .jsonnumbers import is_number as is_number
+from .scenario.jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from .scenario.jsonnumbers import as_safe_integer as as_safe_integer
+from .scenario.jsonnumbers import is_number as is_number
 
 CHUNK_TYPES: frozenset[str] = frozenset(
     {

@@ -14,7 +14,7 @@ import msgspec
 
 from ..errors import ScriptExhaustedError, UnrecordedSessionError
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
-from ..placeholders import MARKER, resolve_scripted_entry
+from ..scenario.placeholders import MARKER, resolve_scripted_entry
 from . import events as ev
 from .state import Binding, Call, CallRecord, Run, session_label
 
@@ -33,11 +33,13 @@ def bind_call(
     calls: dict[int, Call],
     emit: Callable[[ev.EngineEvent], None],
     retry: bool = False,
+    dialect: str | None = None,
 ) -> Call:
     """Bind one call of ``session_id`` in ``run``: journal it, register it in ``calls``.
 
     Raises UnrecordedSessionError / ScriptExhaustedError (and emits BindingFailed) when
-    the call has no recorded counterpart. ``retry`` marks a client library's retry.
+    the call has no recorded counterpart. ``retry`` marks a client library's retry;
+    ``dialect`` names the wire the call arrived on (kept in the journal).
     """
     binding = run.bindings.get(session_id)
     if binding is None:
@@ -70,7 +72,7 @@ def bind_call(
     call_id = next(ids)
     record = CallRecord(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
-        messages, model, time.time(), retry=retry,
+        messages, model, time.time(), retry=retry, dialect=dialect,
     )
     run.journal.append(record)
     call = Call(
@@ -81,7 +83,7 @@ def bind_call(
     calls[call_id] = call
     emit(
         ev.CallStarted(run.name, session_id, binding.script_index, call_index, call_id,
-                       scripted.entry.kind, retry)
+                       scripted.entry.kind, retry, dialect)
     )
     return call
 

@@ -27,7 +27,7 @@ from ..errors import (
     ScriptedFailure,
 )
 from ..models import ChunksEntry, HangEntry, SessionScript, ThrowEntry
-from ..placeholders import resolve_scripted_entry
+from ..scenario.placeholders import resolve_scripted_entry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
 from .cancel import calls_to_cancel, cancel_call, wait
@@ -151,12 +151,14 @@ class ReplayEngine:
         run: str = DEFAULT_RUN,
         model: str | None = None,
         retry: bool = False,
+        dialect: str | None = None,
     ) -> CallHandle:
         """Bind one model call now (claim or advance); raises binding errors immediately.
 
-        ``retry`` marks a client library's retry of an earlier request (journal and events).
+        ``retry`` marks a client library's retry of an earlier request and ``dialect`` names
+        the wire it arrived on (both kept in the journal and the events).
         """
-        call = self._bind_call(session_id, messages, run, model, retry)
+        call = self._bind_call(session_id, messages, run, model, retry, dialect)
         try:
             call.entry = self._scan.resolve(call.entry, messages)
         except ReplayError as exc:
@@ -172,13 +174,14 @@ class ReplayEngine:
         run: str = DEFAULT_RUN,
         model: str | None = None,
         retry: bool = False,
+        dialect: str | None = None,
     ) -> CallHandle:
         """``open_call`` that evaluates ``fromRequest`` patterns in a worker thread.
 
         Binding still happens at once; a slow pattern (up to its timeout) then holds only
         this call instead of every stream on the event loop.
         """
-        call = self._bind_call(session_id, messages, run, model, retry)
+        call = self._bind_call(session_id, messages, run, model, retry, dialect)
         entry = call.entry
         try:
             if self._scan.needs_resolving(entry):
@@ -202,9 +205,10 @@ class ReplayEngine:
         return CallHandle(self, call)
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
-                   model: str | None, retry: bool = False) -> Call:
+                   model: str | None, retry: bool = False, dialect: str | None = None) -> Call:
         return bind_call(self._run(run), self._scripts, session_id, messages, model,
-                         ids=self._ids, calls=self._calls, emit=self._emit, retry=retry)
+                         ids=self._ids, calls=self._calls, emit=self._emit, retry=retry,
+                         dialect=dialect)
 
     def prepare(self) -> None:
         """Scan every entry for placeholders now, so that no first call pays for the scan."""

@@ -40,6 +40,8 @@ class CallStarted(EngineEvent):
     kind: str
     retry: bool = False
     """The request was a client library's retry of an earlier one."""
+    dialect: str | None = None
+    """The wire the call arrived on (openai, native, anthropic, responses; None in process)."""
 
 
 @dataclass(frozen=True, slots=True)

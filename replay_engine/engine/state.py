@@ -48,6 +48,8 @@ class CallRecord:
     aborted: bool = False
     """Cancelled through ``ReplayEngine.cancel`` (debugger or control API) before it was served
     in full; a hang's cancel is its normal end and does not count."""
+    dialect: str | None = None
+    """The wire the call arrived on (openai, native, anthropic, responses; None in process)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -66,6 +68,7 @@ class CallRecord:
             "endedAt": self.ended_at,
             "chunksServed": self.chunks_served,
             "retry": self.retry,
+            "dialect": self.dialect,
         }
 
 

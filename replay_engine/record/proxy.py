@@ -29,7 +29,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import BadRequest, ConfigError
-from ..server import is_loopback, request_session
+from ..server import is_loopback
+from ..server.preamble import request_session
 from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
 from .writer import Call, ScenarioRecorder, failure_code
 

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from ..errors import SCENARIO_EXISTS, InputError
 from ..files import atomic_write
-from ..sidecar import validate_sidecar
+from ..scenario.sidecar import validate_sidecar
 from .dialects import Chunk, RequestMessage
 
 SIDECAR_NAME = "replay.override.json"

@@ -1,2 +1,4 @@
-"""Testing helpers for code that talks to a replayed scenario (the pytest plugin lives in
-``replay_engine.testing.pytest_plugin``, registered through the ``pytest11`` entry point)."""
+"""Tools for testing agents against a replay: the bundled demo agent (``demo_agent``), which
+drives every recorded call of a running server through the official openai SDK, and the pytest
+plugin (``pytest_plugin``, registered through the ``pytest11`` entry point).
+"""

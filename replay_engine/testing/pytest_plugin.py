@@ -230,7 +230,7 @@ class ScenarioRun:
     def _debugger_facts(self) -> tuple[list[SessionScript], list[dict[str, Any]], list[str]]:
         import httpx
 
-        from ..scenario import load_scenario
+        from ..scenario.loading import load_scenario
 
         prefix = f"{self.url}/runs/{self.run}/replay/v1"
         with httpx.Client(timeout=30) as client:

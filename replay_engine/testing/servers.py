@@ -21,9 +21,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from ..layout import PRIMARY_NAME
+from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME
 from ..server import ReplayServer, serve_scenario
-from ..sidecar import SIDECAR_NAME
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from app.headless.callview import (
     read_recorded_context,
 )
 from app.widgets.chunk_list import ChunkList, TextLines
-from replay_engine.scenario import load_scenario
+from replay_engine.scenario.loading import load_scenario
 from tests.app.apptools import client, make_app, until
 from tests.conftest import SAMPLES
 

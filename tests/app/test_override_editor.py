@@ -19,8 +19,8 @@ from textual.widgets import Input, Static, TextArea
 from app.screens.override_confirm import ConfirmDiscardScreen
 from app.screens.override_editor import OverrideEditorScreen
 from replay_engine import load_scenario
-from replay_engine.authoring import fingerprint
-from replay_engine.scenario import Scenario
+from replay_engine.authoring.draft import fingerprint
+from replay_engine.scenario.loading import Scenario
 from tests.conftest import SAMPLES
 from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 
@@ -363,7 +363,7 @@ async def test_o_in_the_debugger_then_the_next_call_is_served_from_the_saved_fil
 
 async def test_scenario_without_a_sidecar_path_shows_why(root: Path) -> None:
     from replay_engine.models import ReplayConfig
-    from replay_engine.scenario import load_scenario_config
+    from replay_engine.scenario.loading import load_scenario_config
 
     scenario = load_scenario_config(ReplayConfig(file=str(root / "session.jsonl")))
     app = host(scenario, 0)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from replay_engine import summarize_entry
-from replay_engine.scenario import load_scenario
+from replay_engine.scenario.loading import load_scenario
 from tests.app.apptools import make_app, until
 from tests.conftest import SAMPLES
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from replay_engine import ChunksEntry, HangEntry, ThrowEntry, load_scenario
-from replay_engine.wire_openai import finish_reason, status_for_code, usage_to_wire
+from replay_engine.wire.openai_chat import finish_reason, status_for_code, usage_to_wire
 from tests.conftest import SAMPLES, conformance_dir
 from tests.wire.wire_helpers import recorded_content
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay_engine.scenario import load_scenario
+from replay_engine.scenario.loading import load_scenario
 from tests.conftest import conformance_dir
 
 CORPUS = conformance_dir()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_engine.cli import main
+from replay_engine.cli.dispatch import main
 from replay_engine.engine.events import HangWaiting
 from replay_engine.server import serve_scenario
 from tests.record.recordtools import scripts_json

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay_engine import ReplayEngine, load_scenario
-from replay_engine.authoring import (
+from replay_engine.authoring.draft import (
     EntryTextError,
     OverrideDraft,
     atomic_write,
@@ -22,7 +22,7 @@ from replay_engine.authoring import (
 )
 from replay_engine.errors import AbortedError, ConfigError, ReplayError, SidecarError
 from replay_engine.models import ChunksEntry, ReplayConfig, ThrowEntry
-from replay_engine.scenario import load_scenario_config
+from replay_engine.scenario.loading import load_scenario_config
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
 

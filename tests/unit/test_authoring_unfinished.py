@@ -12,17 +12,18 @@ from typing import Any
 import pytest
 
 from replay_engine import load_scenario
-from replay_engine.authoring import OverrideDraft
-from replay_engine.authoring_unfinished import (
+from replay_engine.authoring.draft import OverrideDraft
+from replay_engine.authoring.unfinished import (
     load_primary_for_authoring,
     open_draft,
     open_unfinished_draft,
 )
-from replay_engine.derive import Deriver, derive_replay_script, load_log
 from replay_engine.errors import DerivationError, SidecarError
-from replay_engine.logs import parse_session_log
 from replay_engine.models import ChunksEntry
-from replay_engine.scenario import config_from_directory
+from replay_engine.scenario.derive import Deriver, derive_replay_script
+from replay_engine.scenario.derive_fast import load_log
+from replay_engine.scenario.loading import config_from_directory
+from replay_engine.scenario.logs import parse_session_log
 from tests.conftest import conformance_dir
 from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 from tests.unit.logtools import call_events, finish, header, log_text, text_chunks, write_scenario

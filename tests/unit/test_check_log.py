@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_engine import ReplayError
-from replay_engine.cli import check_scenario, validate_scenario
-from replay_engine.derive import derive_log_bytes, load_log
-from replay_engine.logscan import check_log, check_log_bytes
-from replay_engine.scenario import config_from_directory, load_child_log, log_present, read_header
-from replay_engine.sidecar import load_sidecar, sidecar_is_bare_list
+from replay_engine.scenario.check import check_scenario, validate_scenario
+from replay_engine.scenario.derive_fast import derive_log_bytes, load_log
+from replay_engine.scenario.loading import config_from_directory, load_child_log, log_present, read_header
+from replay_engine.scenario.logcheck import check_log, check_log_bytes
+from replay_engine.scenario.sidecar import load_sidecar, sidecar_is_bare_list
 from tests.conftest import SAMPLES, conformance_dir
 from tests.unit.test_derive_fastpath import ERROR_CASES, OK_CASES, SEED_LOG, _random_log, head
 from tests.unit.test_properties import pack, plain, sessions
@@ -236,7 +236,7 @@ def test_the_check_imports_no_models(tmp_path: Path) -> None:
     root = tmp_path / "s"
     root.mkdir()
     (root / "session.jsonl").write_bytes(_bytes([head(), '{"type":"x"}']))
-    code = ("import sys\nfrom replay_engine.cli import check_scenario\n"
+    code = ("import sys\nfrom replay_engine.scenario.check import check_scenario\n"
             f"print(check_scenario({str(root)!r}))\n"
             "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'replay_engine.models'))))")
     import subprocess

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from replay_engine import load_scenario
-from replay_engine.cli import main
+from replay_engine.cli.dispatch import main
 from tests.conftest import ROOT, SAMPLES, conformance_dir
 from tests.unit.logtools import call_events, header, text_chunks, write_scenario
 
@@ -234,7 +234,7 @@ def test_installed_console_script() -> None:
 
 def test_command_list_help_lines_are_the_ones_the_modules_register() -> None:
     """cli.py lists the subcommands without importing them; its lines must match theirs."""
-    from replay_engine.cli import SUBCOMMAND_MODULES, build_parser
+    from replay_engine.cli.dispatch import SUBCOMMAND_MODULES, build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     registered = {c.dest: c.help for c in sub._choices_actions}  # type: ignore[attr-defined]
@@ -249,8 +249,8 @@ def test_command_list_help_lines_are_the_ones_the_modules_register() -> None:
 ])
 def test_start_up_imports_only_what_the_command_needs(argv: list[str], loaded: list[str]) -> None:
     heavy = ["pydantic", "anyio", "starlette", "uvicorn", "httpx", "msgspec", "replay_engine.models",
-             "replay_engine.engine", "replay_engine.server", "replay_engine.derive"]
-    code = ("import sys\nfrom replay_engine.cli import main\n"
+             "replay_engine.engine", "replay_engine.server", "replay_engine.scenario.derive"]
+    code = ("import sys\nfrom replay_engine.cli.dispatch import main\n"
             f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
             f"print('LOADED:' + ','.join(m for m in {heavy!r} if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -260,3 +260,53 @@ def test_start_up_imports_only_what_the_command_needs(argv: list[str], loaded: l
     assert set(loaded) <= set(imported)
     if not loaded:
         assert imported == []
+
+
+def _process(*argv: str, module: str = "replay_engine.cli") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize(("module", "prog"), [("replay_engine.cli", "dsh-replay"), ("app", "dsh-replay-tui")])
+def test_version_comes_from_the_package_metadata(module: str, prog: str) -> None:
+    from importlib.metadata import version
+
+    result = _process("--version", module=module)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.strip() == f"{prog} {version('dsh-replay-tui')}"
+
+
+def test_every_subcommand_help_describes_the_command() -> None:
+    from replay_engine.cli.dispatch import SUBCOMMAND_MODULES, build_parser
+
+    for name in SUBCOMMAND_MODULES:
+        sub = next(a for a in build_parser(name)._actions if a.dest == "command")
+        parser = sub.choices[name]  # type: ignore[attr-defined]
+        assert parser.description and len(parser.description) > 40, name
+        assert " ".join(parser.description.split()[:3]) in " ".join(parser.format_help().split()), name
+
+
+def test_the_tui_help_names_the_default_port() -> None:
+    result = _process("--help", module="app")
+    assert result.returncode == 0, result.stderr
+    assert "default 8765" in " ".join(result.stdout.split())
+
+
+def test_validate_skips_paths_that_are_not_directories() -> None:
+    readme = SAMPLES / "README.md"
+    assert readme.is_file()
+    result = _process("validate", str(SAMPLES / "basic-chat"), str(readme), str(SAMPLES / "retry"))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [f"ok   {SAMPLES / 'basic-chat'}",
+                                          f"skip {readme}: not a directory",
+                                          f"ok   {SAMPLES / 'retry'}"]
+    everything = _process("validate", *sorted(str(p) for p in SAMPLES.iterdir()))
+    assert everything.returncode == 1  # the broken-* samples still fail
+    assert f"skip {readme}: not a directory" in everything.stdout
+    assert "Traceback" not in everything.stdout + everything.stderr
+
+
+def test_validate_with_only_non_directories_fails() -> None:
+    result = _process("validate", str(SAMPLES / "README.md"))
+    assert result.returncode == 1
+    assert "none of the paths given is a scenario directory" in result.stderr

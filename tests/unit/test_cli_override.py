@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay_engine import load_scenario
-from replay_engine.cli import main
+from replay_engine.cli.dispatch import main
 from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"

@@ -14,7 +14,7 @@ from replay_engine import (
     load_scenario,
     parse_session_log,
 )
-from replay_engine.derive import derive_log_bytes
+from replay_engine.scenario.derive_fast import derive_log_bytes
 from tests.unit.logtools import (
     call_events,
     chunk_event,

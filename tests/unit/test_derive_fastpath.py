@@ -24,7 +24,7 @@ from replay_engine import (
     parse_session_header,
     parse_session_log,
 )
-from replay_engine.derive import derive_log_bytes
+from replay_engine.scenario.derive_fast import derive_log_bytes
 
 FILE = "f.jsonl"
 

@@ -15,8 +15,9 @@ from replay_engine import (
     load_scenario,
     parse_session_log,
 )
-from replay_engine.derive import call_key, derive_log_bytes
 from replay_engine.models import as_safe_integer, is_number
+from replay_engine.scenario.derive import call_key
+from replay_engine.scenario.derive_fast import derive_log_bytes
 from tests.unit.logtools import call_events, chunk_event, finish, header, log_text, write_scenario
 
 MAX = 2**53 - 1

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from replay_engine import LogParseError, load_log, parse_session_header, parse_session_log
-from replay_engine.derive import derive_log_bytes
+from replay_engine.scenario.derive_fast import derive_log_bytes
 from tests.unit.logtools import dumps, header, log_text
 
 # --- headers ------------------------------------------------------------------------------

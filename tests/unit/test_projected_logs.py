@@ -24,9 +24,9 @@ from replay_engine import (
     load_scenario,
     parse_session_log,
 )
-from replay_engine.authoring_unfinished import load_primary_for_authoring
-from replay_engine.derive import derive_log_bytes
-from replay_engine.scenario import load_child_log
+from replay_engine.authoring.unfinished import load_primary_for_authoring
+from replay_engine.scenario.derive_fast import derive_log_bytes
+from replay_engine.scenario.loading import load_child_log
 from tests.unit.logtools import dumps, entries_json, header, log_text
 from tests.unit.test_properties import SETTINGS, fast, pack, plain, reference, sessions
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_engine import DerivationError, derive_replay_script, parse_session_header, parse_session_log
-from replay_engine.derive import LoadedLog, derive_log_bytes
+from replay_engine.scenario.derive_fast import LoadedLog, derive_log_bytes
 from tests.unit.logtools import entries_json
 
 SETTINGS = settings(max_examples=40, deadline=None, database=None,

@@ -13,14 +13,12 @@ from tests.conftest import ROOT
 
 
 def _modules() -> list[str]:
-    return sorted(
-        f"replay_engine.{m.name}" for m in pkgutil.iter_modules(replay_engine.__path__)
-    )
+    return sorted(m.name for m in pkgutil.walk_packages(replay_engine.__path__, "replay_engine."))
 
 
 def test_no_textual_or_app_in_any_module() -> None:
     modules = _modules()
-    assert "replay_engine.engine" in modules and "replay_engine.cli" in modules
+    assert "replay_engine.engine" in modules and "replay_engine.cli.dispatch" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
@@ -35,7 +33,7 @@ def test_no_textual_or_app_in_any_module() -> None:
 
 
 def test_cli_parser_build_does_not_import_textual() -> None:
-    code = ("import sys\nfrom replay_engine.cli import build_parser\nbuild_parser()\n"
+    code = ("import sys\nfrom replay_engine.cli.dispatch import build_parser\nbuild_parser()\n"
             "print(any(m.split('.')[0] in ('textual', 'app') for m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             timeout=120, check=False)
@@ -144,3 +142,20 @@ def test_importing_the_package_leaves_the_server_for_first_use() -> None:
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["[]", "True True True"]
+
+
+def test_every_import_path_in_the_readme_works() -> None:
+    import importlib
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.findall(r"from (replay_engine[\w.]*) import ([\w, ]+)", text)
+    found += [(m, n) for m, n in re.findall(r"`(replay_engine(?:\.\w+)+)\.(\w+)`", text)]
+    assert ("replay_engine.server", "serve_scenario") in found
+    for module, names in found:
+        imported = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(imported, name), f"README: from {module} import {name}"
+    from replay_engine.server import ReplayServer, create_app  # the README names them too
+
+    assert callable(ReplayServer) and callable(create_app)

@@ -14,7 +14,7 @@ from replay_engine import (
     load_scenario,
     load_session_scripts,
 )
-from replay_engine.scenario import config_from_directory, config_from_env
+from replay_engine.scenario.loading import config_from_directory, config_from_env
 from tests.unit.logtools import call_events, header, text_chunks, write_log, write_scenario
 
 ONE_CALL = call_events(1, 1, text_chunks("hi"))

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from replay_engine import load_scenario
-from replay_engine.authoring import OverrideDraft, SavedSidecar
+from replay_engine.authoring.draft import OverrideDraft, SavedSidecar
 from replay_engine.errors import SidecarError
 from replay_engine.files import atomic_write, exclusive_lock, lock_path
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from replay_engine import LogParseError, load_scenario
-from replay_engine.authoring_unfinished import load_primary_for_authoring
-from replay_engine.cli import main, validate_scenario
+from replay_engine.authoring.unfinished import load_primary_for_authoring
+from replay_engine.cli.dispatch import main
+from replay_engine.scenario.check import validate_scenario
 from tests.unit.logtools import call_events, header, text_chunks, write_scenario
 
 ONE_CALL = call_events(1, 1, text_chunks("hi"))

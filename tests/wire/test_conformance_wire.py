@@ -16,8 +16,8 @@ import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine, SessionScript
 from replay_engine.models import ScriptEntry
+from replay_engine.scenario.sidecar import validate_entry
 from replay_engine.server import ReplayServer
-from replay_engine.sidecar import validate_entry
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import (
     deepseek_producible,

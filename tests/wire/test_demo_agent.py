@@ -13,10 +13,10 @@ from typing import Any
 import openai
 import pytest
 
-from replay_engine.cli import main as cli_main
-from replay_engine.demo_agent import run_demo_agent
+from replay_engine.cli.dispatch import main as cli_main
 from replay_engine.errors import ServerUnreachableError
 from replay_engine.server import serve_scenario
+from replay_engine.testing.demo_agent import run_demo_agent
 
 pytestmark = pytest.mark.anyio
 

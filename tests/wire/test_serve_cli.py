@@ -13,9 +13,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from replay_engine.cli import main as cli_main
-from replay_engine.cli_serve import load_serve_config
+from replay_engine.cli.dispatch import main as cli_main
 from replay_engine.errors import ConfigError
+from replay_engine.scenario.config import load_serve_config
 
 
 def _start(*args: str) -> subprocess.Popen[str]:

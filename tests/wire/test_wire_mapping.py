@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from replay_engine.wire_openai import (
+from replay_engine.wire.openai_chat import (
     DONE_EVENT,
     CompletionAssembler,
     StreamEncoder,

@@ -14,7 +14,7 @@ import pytest
 
 from replay_engine import ProviderConfig, ReplayEngine
 from replay_engine import events as ev
-from replay_engine.cli_serve import RETRY_MARK, call_logger
+from replay_engine.cli.serve import RETRY_MARK, call_logger
 from replay_engine.models import ModelConfig
 from replay_engine.server import serve_scenario
 from tests.wire.wire_helpers import (

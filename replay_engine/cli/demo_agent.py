@@ -1,0 +1,47 @@
+"""``dsh-replay demo-agent URL``: drive every recorded call of a running replay server.
+
+The agent itself is ``replay_engine.testing.demo_agent``; this module only parses the command
+line and turns the result into an exit status (0 consumed, 3 not, 1 server unreachable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from ..errors import ServerUnreachableError
+from ..testing.demo_agent import run_demo_agent
+
+
+def _cmd_demo_agent(args: argparse.Namespace) -> int:
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        result = asyncio.run(run_demo_agent(args.url, delay_ms=args.delay_ms,
+                                            ready_dir=args.ready_dir, run=args.run, out=out))
+    except ServerUnreachableError as exc:
+        print(f"dsh-replay demo-agent: {exc.message}", file=sys.stderr)
+        return 1
+    return 0 if result.consumed else 3
+
+
+def register(subparsers: Any) -> None:
+    """Add ``dsh-replay demo-agent URL``."""
+    p = subparsers.add_parser(
+        "demo-agent",
+        help="drive every recorded call of a running replay server with a small openai-SDK client",
+        description="Play every session script of a running replay server, one session after "
+                    "another, cancelling hang calls once they are in place. Exits 0 when the run "
+                    "ends consumed, 3 when it does not, 1 when the server cannot be reached.",
+    )
+    p.add_argument("url", help="server URL, e.g. http://127.0.0.1:8765")
+    p.add_argument("--delay-ms", type=int, default=0, metavar="N",
+                   help="wait N ms between calls so the debugger's cursors can be watched")
+    p.add_argument("--ready-dir", default=None, metavar="DIR",
+                   help="directory the server creates hang readyFiles in (default: cwd)")
+    p.add_argument("--run", default=None, metavar="NAME",
+                   help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
+    p.set_defaults(handler=_cmd_demo_agent)

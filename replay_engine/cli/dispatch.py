@@ -1,0 +1,109 @@
+"""The ``dsh-replay`` dispatcher: parse the command line, run one subcommand, exit cleanly.
+
+Errors are printed as one clear paragraph on stderr with exit status 1 (2 for usage); never
+a traceback. Start-up imports only the module of the command given: the others are listed by
+their help line alone, so ``--help`` loads neither the models, the engine nor the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ..errors import ReplayError
+from .version import VersionAction
+
+Handler = Callable[[argparse.Namespace], int]
+
+SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "inspect": ("replay_engine.cli.inspect", "show the derived scripts of a scenario"),
+    "validate": ("replay_engine.cli.validate",
+                 "check scenarios without serving; lists every problem"),
+    "serve": (
+        "replay_engine.cli.serve",
+        "serve a scenario to a live agent over HTTP (OpenAI chat and Responses, Anthropic, native)",
+    ),
+    "override": (
+        "replay_engine.cli.override",
+        "patch one call of the primary script in replay.override.json",
+    ),
+    "record": (
+        "replay_engine.record.cli",
+        "record a live agent run against an upstream provider into a scenario directory",
+    ),
+    "demo-agent": (
+        "replay_engine.cli.demo_agent",
+        "drive every recorded call of a running replay server with a small openai-SDK client",
+    ),
+}
+"""Each subcommand's module (it has ``register(subparsers)``, which sets ``handler`` with
+``set_defaults``) and its one-line help, kept here so listing the commands imports none of
+them (a unit test keeps these lines equal to the ones the modules register)."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand.
+
+    With ``command``, only the module of that command is imported: the others are listed by
+    their help line alone (what ``--help`` shows), which keeps start-up fast.
+    """
+    parser = argparse.ArgumentParser(
+        prog="dsh-replay",
+        description="Serve, inspect and validate recorded agent-session scenarios.",
+    )
+    parser.add_argument("--version", action=VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_line) in SUBCOMMAND_MODULES.items():
+        if command is not None and name != command:
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The subcommand named on the command line ("" when none is, e.g. for ``--help``)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dsh-replay``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ReplayError as exc:
+        print(f"dsh-replay: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"dsh-replay: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def run() -> None:
+    """The ``dsh-replay`` process: ``main``, then for ``validate`` an exit that skips freeing
+    what the process holds (output flushed first), which is most of a short run's teardown."""
+    code = main()
+    if _command_of(sys.argv[1:]) == "validate":
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # the reader went away (a closed pipe): nothing left to tell
+            code = code or 1
+        os._exit(code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,82 @@
+"""``dsh-replay inspect SCENARIO [--json]``: the derived script of every session, per call.
+
+The human view is one line per call (kind, origin, chunk count, finish, summary); ``--json``
+prints the conformance shape (``{"ok": true, "scripts": [...], "headers": {...}}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ReplayError
+
+if TYPE_CHECKING:
+    from ..scenario.loading import Scenario
+
+HELP = "show the derived scripts of a scenario"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``inspect`` subcommand."""
+    p = subparsers.add_parser(
+        "inspect", help=HELP,
+        description="Load SCENARIO and print every session script: per call its kind, origin "
+        "(derived / patched / replaced / appended), chunk count, finish reason and a one-line "
+        "summary. Exit 0 when it loads, 1 when it does not.")
+    p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
+    p.add_argument("--json", action="store_true", help="print the conformance JSON shape")
+    p.set_defaults(handler=_cmd_inspect)
+
+
+def _number(value: float) -> str:
+    """A JSON number as people write it: integral values without a fraction or exponent."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def render_scenario(scenario: Scenario) -> str:
+    """The human ``inspect`` view."""
+    from ..presentation import summarize_entry
+
+    lines: list[str] = []
+    root = scenario.root or scenario.config.file or "scenario"
+    lines.append(f"scenario {root}: {len(scenario.scripts)} session script(s)"
+                 + (f", sidecar ({scenario.sidecar_form})" if scenario.sidecar_form else ""))
+    for i, script in enumerate(scenario.scripts):
+        role = "primary" if script.primary else "child"
+        seed = f", seedLength {_number(script.seed_length)}" if script.seed_length else ""
+        lines.append(
+            f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt "
+            f"{_number(script.created_at)}{seed}  file {script.file or '-'}  "
+            f"calls {len(script.entries)}"
+        )
+        summaries = [summarize_entry(item) for item in script.entries]
+        key_width = max((len(s["callKey"] or "-") for s in summaries), default=1)
+        for j, s in enumerate(summaries):
+            key = s["callKey"] or "-"
+            lines.append(
+                f"    #{j:<3} {key:<{key_width}} {s['kind']:<6} {s['origin']:<8} {s['chunks']:>5} "
+                f"chunks  finish={s['finish'] or '-'}  {s['summary']}"
+            )
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from ..scenario.loading import load_scenario
+
+    try:
+        scenario = load_scenario(args.scenario)
+    except ReplayError as exc:
+        if args.json:
+            print(json.dumps({"ok": False, "error": exc.message}))
+            return 1
+        raise
+    if args.json:
+        print(json.dumps(scenario.to_json(), ensure_ascii=False))
+    else:
+        print(render_scenario(scenario))
+    return 0

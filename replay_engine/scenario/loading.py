@@ -1,0 +1,247 @@
+"""Load a scenario: a directory (SPEC section 1) or the DSH_SNAPSHOT_* variables."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import (
+    UNFINISHED_CALL,
+    DerivationError,
+    ReplayError,
+    ScenarioNotFoundError,
+    SidecarError,
+)
+from ..models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
+from .callkeys import child_unfinished_error
+from .derive_fast import LoadedLog, load_log
+from .layout import CHILD_RE as CHILD_RE
+from .layout import PRIMARY_NAME as PRIMARY_NAME
+from .layout import missing_primary_error as _missing_primary_error
+from .layout import scenario_files
+from .logs import decode_line, header_from_value, unreadable_log_error
+from .sidecar import (
+    Sidecar,
+    SidecarForm,
+    apply_sidecar,
+    load_sidecar,
+    sidecar_is_bare_list,
+)
+
+ENV_FILE = "DSH_SNAPSHOT_FILE"
+ENV_OVERRIDE = "DSH_SNAPSHOT_OVERRIDE"
+ENV_CHILDREN = "DSH_SNAPSHOT_CHILD_FILES"
+
+
+@dataclass(slots=True)
+class Scenario:
+    """Everything loaded from one scenario, ready to serve."""
+
+    scripts: list[SessionScript]
+    """Primary first, then children by (createdAt, recorded id)."""
+    headers: dict[str, SessionHeader]
+    """Each log's header, keyed by file name."""
+    config: ReplayConfig
+    """Where the files came from."""
+    root: Path | None = None
+    """The scenario directory, when loaded from one."""
+    sidecar_form: SidecarForm | None = None
+    """``list`` or ``patches`` when a sidecar was applied."""
+    derived_primary: list[ScriptEntry] | None = None
+    """The primary script before the sidecar (None when the log is absent)."""
+    sidecar: Sidecar | None = None
+    """The sidecar applied, as read (the override editor starts from it)."""
+    watched: list[Path] = field(default_factory=list)
+    """Files whose change should trigger a reload."""
+
+    def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
+        """The conformance shape: ``{"ok": true, "scripts": [...], "headers": {...}}``."""
+        return {
+            "ok": True,
+            "scripts": [s.to_json(with_origin=with_origin) for s in self.scripts],
+            "headers": {name: h.to_json() for name, h in self.headers.items()},
+        }
+
+
+def config_from_directory(path: str | Path) -> ReplayConfig:
+    """The config a scenario directory stands for."""
+    primary, sidecar, children = scenario_files(path)
+    return ReplayConfig(
+        file=str(primary), overrideFile=str(sidecar), childFiles=[str(p) for p in children]
+    )
+
+
+def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
+    """The config the harness variables stand for (SPEC section 1)."""
+    env = os.environ if env is None else env
+    children = env.get(ENV_CHILDREN, "")
+    return ReplayConfig(
+        file=env.get(ENV_FILE) or None,
+        overrideFile=env.get(ENV_OVERRIDE) or None,
+        childFiles=[p for p in children.split(os.pathsep) if p] if children else [],
+    )
+
+
+def log_present(path: Path) -> bool:
+    """Something holds the log's name (a file, or a directory or link that fails to load)."""
+    return os.path.lexists(path)
+
+
+def _slice_start(seed: float) -> float:
+    return seed if math.isfinite(seed) else 0
+
+
+def _read_sidecar(config: ReplayConfig) -> Sidecar | None:
+    if not config.overrideFile:
+        return None
+    path = Path(config.overrideFile)
+    if not path.is_file():
+        return None
+    return load_sidecar(path)
+
+
+def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarError:
+    """An invalid patches sidecar, re-checked against the derived primary so that ``at`` values
+    past its end are listed with every other problem (the original error if that is impossible)."""
+    primary = Path(config.file) if config.file else None
+    if primary is None or not primary.is_file() or config.overrideFile is None:
+        return error
+    path = Path(config.overrideFile)
+    if sidecar_is_bare_list(path):
+        return error
+    try:
+        length = len(load_log(primary).entries)
+        load_sidecar(path, derived_length=length)
+    except SidecarError as full:
+        return full
+    except ReplayError:
+        return error
+    return error
+
+
+def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
+    """The primary log is absent and no bare-list sidecar replaces its script."""
+    return _missing_primary_error(config.file, config.file or f"${ENV_FILE}")
+
+
+def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
+    """Load every script a config names, ordered and with the sidecar applied."""
+    try:
+        sidecar = _read_sidecar(config)
+    except SidecarError as exc:
+        raise _with_range_problems(config, exc) from None
+    primary_path = Path(config.file) if config.file else None
+    headers: dict[str, SessionHeader] = {}
+    derived: list[ScriptEntry] | None = None
+    untimed = 0
+    watched: list[Path] = []
+    if primary_path is not None:
+        watched.append(primary_path)
+    if config.overrideFile:
+        watched.append(Path(config.overrideFile))
+    if primary_path is not None and log_present(primary_path):
+        if sidecar is not None and sidecar.form == "list":
+            # A replacement never reads the primary's events (SPEC 4a): only its header.
+            header = read_header(primary_path)
+        else:
+            loaded: LoadedLog = load_log(primary_path)
+            header, derived = loaded.header, loaded.entries
+            untimed = loaded.untimed
+        headers[primary_path.name] = header
+    elif sidecar is None or sidecar.form != "list":
+        raise missing_primary_error(config)
+    else:
+        header = SessionHeader()
+    entries = apply_sidecar(derived, sidecar) if sidecar is not None else derived
+    assert entries is not None
+    primary = SessionScript(
+        recorded_id=header.id,
+        created_at=header.createdAt,
+        entries=entries,
+        primary=True,
+        file=str(primary_path) if primary_path is not None and log_present(primary_path) else None,
+        seed_length=header.seedLength,
+        header=header,
+        untimed=untimed,
+    )
+    children: list[SessionScript] = []
+    for child in config.childFiles:
+        child_path = Path(child)
+        if not log_present(child_path):
+            raise ScenarioNotFoundError(
+                f"{child}: child session log not found; fix the path or remove it from the "
+                "child files.",
+                file=child,
+            )
+        watched.append(child_path)
+        loaded = load_child_log(child_path)
+        headers[child_path.name] = loaded.header
+        children.append(
+            SessionScript(
+                recorded_id=loaded.header.id,
+                created_at=loaded.header.createdAt,
+                entries=loaded.entries,
+                primary=False,
+                file=str(child_path),
+                seed_length=loaded.header.seedLength,
+                header=loaded.header,
+                untimed=loaded.untimed,
+            )
+        )
+    children.sort(key=lambda s: (s.created_at, s.recorded_id))
+    return Scenario(
+        scripts=[primary, *children],
+        headers=headers,
+        config=config,
+        root=root,
+        sidecar_form=sidecar.form if sidecar is not None else None,
+        derived_primary=derived,
+        sidecar=sidecar,
+        watched=watched,
+    )
+
+
+def load_child_log(path: Path) -> LoadedLog:
+    """Load a child log from its ``seedLength`` on; an unfinished call says sidecars cannot help."""
+    try:
+        return load_log(path, seed_length=True)
+    except DerivationError as exc:
+        if exc.code != UNFINISHED_CALL:
+            raise
+        raise child_unfinished_error(exc) from None
+
+
+def read_header(path: Path) -> SessionHeader:
+    """Read only the header line of a log."""
+    file = str(path)
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                blank, value = decode_line(raw, file, number)
+                if not blank:
+                    return header_from_value(value, file, number)
+    except OSError as exc:
+        raise unreadable_log_error(path, file, exc) from None
+    return SessionHeader()
+
+
+def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> Scenario:
+    """Load a scenario directory, or (None / a mapping) the DSH_SNAPSHOT_* variables."""
+    if path_or_env is None or isinstance(path_or_env, Mapping):
+        return load_scenario_config(config_from_env(path_or_env))
+    root = Path(path_or_env)
+    return load_scenario_config(config_from_directory(root), root=root)
+
+
+def load_session_scripts(config: ReplayConfig) -> list[SessionScript]:
+    """The ordered scripts of a config (primary first, then children)."""
+    return load_scenario_config(config).scripts
+
+
+def load_replay_script(config: ReplayConfig) -> list[ScriptEntry]:
+    """The primary script only, sidecar applied."""
+    return load_scenario_config(config.model_copy(update={"childFiles": []})).scripts[0].entries

@@ -1,0 +1,288 @@
+"""The ``replay.override.json`` sidecar: parse, validate completely, apply (SPEC section 4)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import MAX_LISTED_PROBLEMS, SidecarError
+from ..models import (
+    AnyEntry,
+    OverrideDocument,
+    ReplayEntry,
+    ScriptEntry,
+    as_safe_integer,
+)
+from .layout import SIDECAR_NAME as SIDECAR_NAME
+from .logscan import gc_paused as _gc_paused
+
+_ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
+_entries_adapter: TypeAdapter[list[AnyEntry]] = TypeAdapter(list[ReplayEntry])
+
+SidecarForm = Literal["list", "patches"]
+_FIX = (
+    "Entries are {\"kind\":\"chunks\",\"chunks\":[…]}, {\"kind\":\"throw\",\"chunks\":[…],"
+    "\"message\":…,\"code\":…} or {\"kind\":\"hang\",\"readyFile\"?:…}, with exactly those keys."
+)
+
+
+@dataclass(slots=True)
+class Sidecar:
+    """A validated sidecar: a bare list of entries or a list of (at, entry) patches."""
+
+    form: SidecarForm
+    entries: list[AnyEntry]
+    patches: list[tuple[int, AnyEntry]]
+    file: str
+    sha256: str | None = None
+    """Hex digest of the file's bytes when read from a file (an editor's compare-and-write)."""
+
+
+def _render_loc(loc: tuple[int | str, ...], form: SidecarForm) -> str:
+    parts: list[str] = []
+    items = list(loc)
+    i = 0
+    entry_next = False
+    if form == "list" and items:
+        parts.append(f"entry {items[0]}")
+        entry_next = True
+        i = 1
+    elif form == "patches":
+        if items[:1] == ["patches"]:
+            i = 1
+            if len(items) > 1:
+                parts.append(f"patch {items[1]}")
+                i = 2
+            else:
+                parts.append("patches")
+    while i < len(items):
+        seg = items[i]
+        if entry_next and isinstance(seg, str) and seg in _ENTRY_KINDS:
+            entry_next = False
+            i += 1
+            continue
+        entry_next = False
+        if isinstance(seg, int):
+            if parts:
+                parts[-1] += f"[{seg}]"
+            else:
+                parts.append(f"[{seg}]")
+        else:
+            parts.append(seg)
+            if seg == "entry":
+                entry_next = True
+        i += 1
+    return ".".join(parts) if parts else "document"
+
+
+_PLAIN_MESSAGES: dict[str, str] = {
+    "missing": "missing required key",
+    "string_too_short": "must be a non-empty string",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "greater_than_equal": "must be an integer >= 0",
+}
+
+
+def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
+    out: list[str] = []
+    for err in exc.errors(include_url=False):
+        message = str(err["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        loc = _render_loc(tuple(err["loc"]), form)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            message = "unknown key (entries take exactly the keys of their kind)"
+        elif kind == "union_tag_invalid":
+            message = f"kind {err['input'].get('kind')!r} is not one of chunks, throw, hang"
+        elif kind == "union_tag_not_found":
+            message = "missing kind (chunks, throw or hang)"
+        elif kind in _PLAIN_MESSAGES:
+            message = _PLAIN_MESSAGES[kind]
+        if message.startswith("readyFile"):
+            loc += ".readyFile"
+        out.append(f"{loc}: {message}")
+    return out
+
+
+def listed_problems(problems: list[str], indent: str = "  ") -> str:
+    """The first :data:`MAX_LISTED_PROBLEMS` problems, one per line, and how many more there are."""
+    shown = problems[:MAX_LISTED_PROBLEMS]
+    lines = [indent + p for p in shown]
+    if len(problems) > len(shown):
+        more = len(problems) - len(shown)
+        lines.append(f"{indent}… and {more} more problem{'s' if more > 1 else ''}")
+    return "\n".join(lines)
+
+
+def _fail(file: str, problems: list[str]) -> SidecarError:
+    err = SidecarError(
+        f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n"
+        f"{listed_problems(problems)}\n{_FIX}",
+        file=file,
+        location=problems[0].split(":", 1)[0] if problems else None,
+    )
+    err.problems = problems  # type: ignore[attr-defined]
+    return err
+
+
+def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None) -> Sidecar:
+    """Validate sidecar text completely; every problem is listed in the error."""
+    with _gc_paused():  # a large sidecar is many small objects that all stay alive
+        return _parse_sidecar_text(text, file, derived_length)
+
+
+def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sidecar:
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise SidecarError(
+            f"{file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}). {_FIX}",
+            file=file,
+            line=exc.lineno,
+        ) from None
+    except ValueError as exc:
+        raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
+    return validate_sidecar(doc, file, derived_length=derived_length)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _raw_at_problems(doc: dict[str, Any], derived_length: int | None) -> list[str]:
+    """Duplicate and out-of-range ``at`` values, read from the raw document so they are
+    reported alongside every other problem."""
+    patches = doc.get("patches")
+    if not isinstance(patches, list):
+        return []
+    problems: list[str] = []
+    seen: dict[int, int] = {}
+    for i, patch in enumerate(patches):
+        at = as_safe_integer(patch.get("at")) if isinstance(patch, dict) else None
+        if at is None or at < 0:
+            continue
+        if at in seen:
+            problems.append(
+                f"patch {i}.at: {at} is already patched by patch {seen[at]}; each at may appear "
+                "once"
+            )
+        else:
+            seen[at] = i
+        if derived_length is not None and at > derived_length:
+            problems.append(_past_end(i, at, derived_length))
+    return problems
+
+
+def _past_end(i: int, at: int, length: int) -> str:
+    replace = f"0..{length - 1} to replace a call or " if length else ""
+    return (
+        f"patch {i}.at: {at} is past the end of the derived primary script, which has "
+        f"{length} call(s); use {replace}{length} to append one"
+    )
+
+
+def _location_order(problem: str) -> tuple[int, str]:
+    head = problem.split(":", 1)[0]
+    match = re.match(r"(?:patch|entry) (\d+)", head)
+    return (int(match.group(1)) if match else -1, head)
+
+
+def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) -> Sidecar:
+    """Validate an already-decoded sidecar document; with ``derived_length`` also check that
+    every ``at`` fits the derived primary script."""
+    if isinstance(doc, list):
+        try:
+            entries = _entries_adapter.validate_python(doc)
+        except ValidationError as exc:
+            raise _fail(file, _problems(exc, "list")) from None
+        return Sidecar("list", entries, [], file)
+    if isinstance(doc, dict):
+        if set(doc) != {"patches"}:
+            extra = sorted(set(doc) - {"patches"})
+            what = f"unknown key(s) {', '.join(extra)}" if extra else "missing key patches"
+            raise _fail(file, [f"document: {what}; the object form is exactly {{\"patches\": [...]}}"])
+        problems = _raw_at_problems(doc, derived_length)
+        parsed: OverrideDocument | None = None
+        try:
+            parsed = OverrideDocument.model_validate(doc)
+        except ValidationError as exc:
+            problems += _problems(exc, "patches")
+        if problems or parsed is None:
+            raise _fail(file, sorted(problems, key=_location_order))
+        return Sidecar("patches", [], [(p.at, p.entry) for p in parsed.patches], file)
+    raise _fail(
+        file,
+        [f"document: expected a list of entries or {{\"patches\": [...]}}, got {type(doc).__name__}"],
+    )
+
+
+def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Sidecar:
+    """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
+    file = str(path)
+    try:
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
+    except OSError as exc:
+        raise SidecarError(f"{file}: cannot read the sidecar ({exc.strerror}).", file=file) from None
+    except UnicodeDecodeError:
+        raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
+    sidecar = parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), file,
+                                 derived_length=derived_length)
+    sidecar.sha256 = hashlib.sha256(data).hexdigest()
+    return sidecar
+
+
+def sidecar_is_bare_list(path: str | Path) -> bool:
+    """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
+    try:
+        return Path(path).read_text(encoding="utf-8").lstrip().startswith("[")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def validate_entry(doc: Any, where: str = "entry") -> AnyEntry:
+    """Validate one entry (the override editor uses this); locations start at ``where``."""
+    try:
+        return _entries_adapter.validate_python([doc])[0]
+    except ValidationError as exc:
+        problems = [where + p.removeprefix("entry 0") for p in _problems(exc, "list")]
+        raise _fail(where, problems) from None
+
+
+def apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[ScriptEntry]:
+    """The effective primary script: replacement, or derived with patches applied in order."""
+    with _gc_paused():
+        return _apply_sidecar(derived, sidecar)
+
+
+def _apply_sidecar(derived: list[ScriptEntry] | None, sidecar: Sidecar) -> list[ScriptEntry]:
+    if sidecar.form == "list":
+        return [ScriptEntry(entry=e, origin="replaced") for e in sidecar.entries]
+    assert derived is not None
+    out = list(derived)
+    length = len(derived)
+    past = [_past_end(i, at, length) for i, (at, _) in enumerate(sidecar.patches) if at > length]
+    if past:
+        raise _fail(sidecar.file, past)
+    for at, entry in sidecar.patches:
+        if at == len(out):
+            out.append(ScriptEntry(entry=entry, origin="appended"))
+        elif at >= length:
+            out[at] = ScriptEntry(entry=entry, origin="appended")
+        else:
+            old = out[at]
+            out[at] = ScriptEntry(
+                entry=entry, origin="patched", call_key=old.call_key, lines=old.lines
+            )
+    return out

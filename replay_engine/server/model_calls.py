@@ -1,0 +1,55 @@
+"""The model-call endpoint, one per dialect: read the request, bind the call, answer it.
+
+The SPEC 8 preamble is the same for every dialect: the body is read and the session taken
+from the header, the ``/sessions/{id}`` path (and the body for the native route) before the
+engine is touched; refusals, binding errors and scripted throws answer in the dialect's error
+shape with ``x-should-retry: false`` unless SDK retries are allowed; retries are marked.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp
+
+from ..errors import ReplayError
+from ..wire.dialect import Dialect
+from .calls import CallCompletion, CallStream
+from .context import Served
+from .preamble import is_retry, request_session
+from .request_body import read_json_body
+
+
+class ModelCall:
+    """``POST`` on one of a dialect's routes."""
+
+    def __init__(self, served: Served, dialect: Dialect) -> None:
+        self.served = served
+        self.dialect = dialect
+        self.no_retry = served.no_retry if dialect.no_retry else {}
+        self.no_retry_raw = served.no_retry_raw if dialect.no_retry else []
+
+    def error(self, exc: ReplayError) -> Response:
+        """``exc`` as the dialect answers it, with the no-retry header."""
+        status, body = self.dialect.error_answer(exc)
+        return JSONResponse(body, status_code=status, headers=self.no_retry)
+
+    async def endpoint(self, request: Request) -> ASGIApp:
+        """Serve one model call (the route's endpoint)."""
+        dialect = self.dialect
+        run = self.served.run(request)
+        try:
+            body = await read_json_body(request)
+            session = request_session(request, body if dialect.session_in_body else None)
+            call = dialect.request(body)
+            handle = await self.served.engine.open_call_async(
+                session, call.corpus, run=run, model=call.model, retry=is_retry(request),
+                dialect=dialect.name)
+        except ReplayError as exc:
+            return self.error(exc)
+        if call.stream:
+            return CallStream(handle, dialect.encoder(call, handle.entry), dialect,
+                              self.served.streams, self.no_retry_raw)
+        label = (f"session {session or 'anonymous'}, script {handle.script_index}, call "
+                 f"{handle.call_index}, run {run}")
+        return CallCompletion(handle, dialect, call, label, self.no_retry_raw)

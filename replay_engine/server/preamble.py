@@ -1,0 +1,43 @@
+"""What every model route reads before it binds a call (SPEC 8 preamble): the session id and
+whether the request is an SDK's retry, and the no-retry header its error answers carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from .request_body import BadRequest, session_field
+
+NO_RETRY = {"x-should-retry": "false"}
+"""On every error answer of a model route: the OpenAI and Anthropic SDKs then do not retry
+a scripted failure (which would consume the next recorded call behind the agent's back)."""
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+"""The header the Stainless-made SDKs (openai, anthropic) number their retries with."""
+
+
+def is_retry(request: Request) -> bool:
+    """True when the request is an SDK's retry of an earlier one (retry count above 0)."""
+    count = request.headers.get(RETRY_COUNT_HEADER, "").strip()
+    return count.isdigit() and int(count) > 0
+
+
+def request_session(request: Request, body: dict[str, Any] | None = None) -> str | None:
+    """The caller's session id: ``X-Session-Id``, the ``/sessions/{id}`` path, the body field.
+
+    Absent everywhere is the anonymous session; two that disagree are a BadRequest (400).
+    """
+    given: list[tuple[str, str | None]] = []
+    header = request.headers.get("x-session-id")
+    if header:
+        given.append(("the X-Session-Id header", header))
+    if "session" in request.path_params:
+        given.append(("the /sessions/{id} path", str(request.path_params["session"])))
+    if body is not None and "sessionId" in body:
+        given.append(("the sessionId body field", session_field(body)))
+    values = {value for _, value in given}
+    if len(values) > 1:
+        said = ", ".join(f"{where} says {value!r}" for where, value in given)
+        raise BadRequest(400, f"the session id is given twice and disagrees: {said}; send it "
+                         "once, or the same in each place", "SESSION_MISMATCH")
+    return given[0][1] if given else None

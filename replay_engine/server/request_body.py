@@ -1,0 +1,64 @@
+"""Reading a request's JSON body for the server: size limit, malformed JSON, clients that leave.
+
+Every refusal is a ``BadRequest`` (from ``errors``) the route answers itself, before the
+engine is touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import ClientDisconnect, Request
+
+from ..errors import BODY_TOO_LARGE, INVALID_JSON, INVALID_REQUEST, BadRequest, ClientGone
+
+__all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "read_json_body", "session_field"]
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Request bodies larger than this answer 413."""
+
+_decode = msgspec.json.Decoder().decode
+
+
+async def read_json_body(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object ({} when empty).
+
+    Raises BadRequest when the body is too big or malformed, ClientGone when the client
+    left before sending all of it.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRequest(413, f"request body of {declared} bytes exceeds the "
+                         f"{MAX_BODY_BYTES // (1024 * 1024)} MiB limit", BODY_TOO_LARGE)
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
+                                 "MiB limit", BODY_TOO_LARGE)
+            parts.append(part)
+    except ClientDisconnect:
+        raise ClientGone() from None
+    raw = b"".join(parts)
+    if not raw.strip():
+        return {}
+    try:
+        value = _decode(raw)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(400, f"request body is not valid JSON ({exc}); send one JSON object",
+                         INVALID_JSON) from None
+    if not isinstance(value, dict):
+        raise BadRequest(400, f"request body must be a JSON object, got {type(value).__name__}",
+                         INVALID_REQUEST)
+    return value
+
+
+def session_field(body: dict[str, Any]) -> str | None:
+    """The body's ``sessionId`` (None when absent); BadRequest when it is not a string."""
+    value = body.get("sessionId")
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(400, f"sessionId must be a string, got {value!r}", INVALID_REQUEST)
+    return value

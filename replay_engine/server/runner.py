@@ -1,0 +1,187 @@
+"""The embedded runner: the replay app on uvicorn inside an already running event loop.
+
+``ReplayServer`` binds, serves and stops cleanly without installing signal handlers (the
+debugger and test harnesses own the loop); ``serve_scenario`` loads a scenario directory and
+serves it for the length of an ``async with``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.types import ASGIApp
+
+from ..engine import Pace, ReplayEngine
+from ..models import ProviderConfig
+from ..scenario.loading import Scenario, load_scenario
+from .app import create_app, served_by, set_app_scenario
+from .context import ScenarioSource
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn that leaves signal handling to whoever owns the event loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only listens on the local machine."""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class ReplayServer:
+    """The replay app on uvicorn, run as a task of the current event loop."""
+
+    def __init__(
+        self,
+        engine: ReplayEngine,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        providers: list[ProviderConfig] | None = None,
+        scenario: ScenarioSource = None,
+        reload: Callable[[], object] | None = None,
+        app: ASGIApp | None = None,
+        sdk_retries: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self._routes: Starlette | None = None
+        self._scenario: ScenarioSource = scenario
+        if app is None:
+            app = self._routes = create_app(engine, scenario=scenario, providers=providers,
+                                            reload=reload, sdk_retries=sdk_retries)
+        self.app = app
+        self._server: _EmbeddedServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._exit = asyncio.Event()
+        self._url: str | None = None
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """The scenario the scripts route reports (a provider is asked now)."""
+        if self._routes is not None:
+            return served_by(self._routes).scenario
+        source = self._scenario
+        return source() if callable(source) else source
+
+    def set_scenario(self, scenario: ScenarioSource) -> None:
+        """Tell the server the scenario it serves now, e.g. after ``engine.reload(s.scripts)``.
+
+        Takes a Scenario, or a callable returning the current one (asked on every request).
+        """
+        self._scenario = scenario
+        if self._routes is not None:
+            set_app_scenario(self._routes, scenario)
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8765`` (once started)."""
+        if self._url is None:
+            raise RuntimeError("the replay server is not started")
+        return self._url
+
+    def _bind(self) -> socket.socket:
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        return sock
+
+    async def start(self) -> str:
+        """Bind, start serving and return the base URL (the port is resolved when 0)."""
+        if self._task is not None and self._url is not None:
+            return self._url
+        # Pay one-time costs now, not in the first call: the placeholder scan and anyio
+        # importing its asyncio backend (tens of milliseconds) on its first Event.
+        self.engine.prepare()
+        anyio.Event()
+        sock = self._bind()
+        config = uvicorn.Config(
+            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",
+            ws="none", timeout_graceful_shutdown=3, server_header=False,
+        )
+        config.load()
+        server = _EmbeddedServer(config)
+        server.lifespan = config.lifespan_class(config)
+        try:
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
+        self._server = server
+        self.port = sock.getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._url = f"http://{host}:{self.port}"
+        self._exit = asyncio.Event()
+        self._task = asyncio.create_task(self._main(server, sock))
+        return self._url
+
+    async def _main(self, server: _EmbeddedServer, sock: socket.socket) -> None:
+        counter = 0
+        while not self._exit.is_set():
+            await server.on_tick(counter)
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 1.0)
+        await server.shutdown(sockets=[sock])
+
+    async def stop(self) -> None:
+        """Cancel every call in flight and shut down cleanly."""
+        if self._task is None:
+            return
+        self.engine.cancel_all()
+        self._exit.set()
+        task, self._task = self._task, None
+        await task
+
+    async def __aenter__(self) -> ReplayServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+
+@contextlib.asynccontextmanager
+async def serve_scenario(
+    path: str | Path,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    pace_ms: int = 0,
+    pace: Pace | None = None,
+    ready_dir: str | Path | None = None,
+    providers: list[ProviderConfig] | None = None,
+    sdk_retries: bool = False,
+) -> AsyncIterator[ReplayServer]:
+    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
+    scenario = load_scenario(path)
+    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir)
+
+    def reload() -> Scenario:
+        fresh = load_scenario(path)
+        engine.reload(fresh.scripts)
+        return fresh
+
+    async with ReplayServer(engine, host=host, port=port, providers=providers,
+                            scenario=scenario, reload=reload, sdk_retries=sdk_retries) as server:
+        yield server

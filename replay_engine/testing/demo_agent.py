@@ -1,0 +1,420 @@
+"""A small demo agent that drives every recorded call of a running replay server.
+
+It reads ``GET /replay/v1/scripts`` and plays each session one after another
+(primary first, since binding follows first-call order) through the official
+``openai`` SDK, so a newcomer can watch cursors move without an agent of their
+own. Hang calls are cancelled through the control API once they are in place;
+throw calls are expected to fail with their scripted code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import httpx
+
+from ..errors import ABORTED, BINDING_CODES, ServerUnreachableError
+
+HANG_TIMEOUT_S = 10.0
+"""How long to wait for a hang call to be in place, and for its stream to end once cancelled."""
+
+POLL_S = 0.02
+"""Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
+
+FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
+"""Recorded finish kinds and the OpenAI ``finish_reason`` the server maps them to (SPEC 8.1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What happened to one driven call."""
+
+    session: str
+    script_index: int
+    call_index: int
+    kind: str
+    ok: bool
+    outcome: str
+    code: str | None = None
+    """The error code the call ended with, if any."""
+    call_key: str | None = None
+    """The recorded turn/step of the call (None for a sidecar entry)."""
+
+    def line(self) -> str:
+        """The one-line report printed for this call, in the debugger's terms: ``#N`` is the
+        call's index in its script, ``(turn/step)`` its recorded key."""
+        mark = "ok  " if self.ok else "FAIL"
+        key = f" ({self.call_key})" if self.call_key else ""
+        return f"{mark} {self.session} call #{self.call_index}{key} {self.kind}: {self.outcome}"
+
+
+@dataclass(slots=True)
+class DemoResult:
+    """Every call driven, the unexpected outcomes, and the assert-consumed verdict."""
+
+    calls: list[CallOutcome] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    consumed: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every call behaved as scripted and the run is consumed."""
+        return self.consumed and not self.failures
+
+
+@dataclass(slots=True)
+class _Streamed:
+    """What the SDK assembled from one streamed call."""
+
+    events: int = 0
+    """Server-sent events received (not the recorded chunks: the wire may merge or split them)."""
+    text: str = ""
+    reasoning: str = ""
+    tools: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    status: int | None = None
+
+
+def _expected_text(chunks: list[dict[str, Any]]) -> str:
+    """The text content a client assembles from a call's recorded chunks (SPEC 8.1)."""
+    parts: list[str] = []
+    with_deltas: set[object] = set()
+    for chunk in chunks:
+        kind = chunk.get("type")
+        if kind == "text-delta" and isinstance(chunk.get("text"), str):
+            with_deltas.add(chunk.get("index"))
+            parts.append(chunk["text"])
+        elif kind == "block-end":
+            block = chunk.get("block")
+            if (isinstance(block, dict) and block.get("type") == "text"
+                    and chunk.get("index") not in with_deltas and isinstance(block.get("text"), str)):
+                parts.append(block["text"])
+    return "".join(parts)
+
+
+def _expected_finish(chunks: list[dict[str, Any]]) -> str | None:
+    """The ``finish_reason`` a recorded call should end with, when it is known."""
+    for chunk in reversed(chunks):
+        if chunk.get("type") == "finish":
+            reason = chunk.get("reason")
+            kind = reason.get("kind") if isinstance(reason, dict) else None
+            if kind == "error" and isinstance(reason, dict) and isinstance(reason.get("code"), str):
+                return str(reason["code"]).lower()
+            return FINISH_REASONS.get(str(kind))
+    return None
+
+
+def _short(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class _Driver:
+    """Drives the scripts of one server run; holds the clients and the result."""
+
+    def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
+                 out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S) -> None:
+        root = base_url.strip().rstrip("/")
+        if root and "://" not in root:
+            root = "http://" + root  # "127.0.0.1:8765" as printed by some tools
+        if root.endswith("/v1"):
+            root = root[: -len("/v1")]
+        self.server = root
+        self.prefix = f"{root}/runs/{run}" if run else root
+        self.delay_s = max(delay_ms, 0) / 1000
+        self.hang_timeout = hang_timeout
+        self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
+        self.out = out
+        self.result = DemoResult()
+        self.http = httpx.AsyncClient(timeout=30.0)
+        import openai  # imported here: it costs most of the CLI's start-up time
+
+        self.client = openai.AsyncOpenAI(api_key="replay", base_url=f"{self.prefix}/v1",
+                                         max_retries=0, timeout=60.0)
+        self.model = "replay-demo"
+
+    async def close(self) -> None:
+        await self.client.close()
+        await self.http.aclose()
+
+    async def _get(self, route: str) -> Any:
+        url = f"{self.prefix}{route}"
+        try:
+            response = await self.http.get(url)
+        except httpx.TransportError as exc:
+            raise _unreachable(self.server, exc) from None
+        if response.status_code != 200:
+            raise ServerUnreachableError(
+                f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay server? "
+                "Pass the URL that `dsh-replay serve` or the debugger prints.")
+        try:
+            return response.json()
+        except ValueError:
+            raise ServerUnreachableError(
+                f"GET {url} did not answer JSON; is {self.server} a dsh-replay server?") from None
+
+    async def _post(self, route: str, body: dict[str, Any]) -> httpx.Response:
+        try:
+            return await self.http.post(f"{self.prefix}{route}", json=body)
+        except httpx.TransportError as exc:
+            raise _unreachable(self.server, exc) from None
+
+    async def run(self) -> DemoResult:
+        document = await self._get("/replay/v1/scripts")
+        scripts = document.get("scripts") if isinstance(document, dict) else document
+        if not isinstance(scripts, list):
+            raise ServerUnreachableError(
+                f"{self.prefix}/replay/v1/scripts did not list scripts; "
+                f"is {self.server} a dsh-replay server?")
+        await self._pick_model()
+        first = True
+        for index, script in enumerate(scripts):
+            entries = script.get("entries", []) if isinstance(script, dict) else []
+            session = f"demo-{index}"
+            recorded = script.get("recordedId", "") if isinstance(script, dict) else ""
+            messages: list[dict[str, Any]] = [{
+                "role": "user",
+                "content": f"Demo session {index} (recorded as {recorded or 'no id'}): "
+                           "carry on with the recorded task.",
+            }]
+            for call_index, entry in enumerate(entries):
+                if not first and self.delay_s:
+                    await asyncio.sleep(self.delay_s)
+                first = False
+                outcome = await self._drive(session, index, call_index, entry, messages)
+                self.result.calls.append(outcome)
+                if not outcome.ok:
+                    self.result.failures.append(outcome.line())
+                self.out(outcome.line())
+        response = await self._post("/replay/v1/assert-consumed", {})
+        verdict = response.json() if response.headers.get("content-type", "").startswith(
+            "application/json") else {}
+        self.result.consumed = bool(verdict.get("ok")) and response.status_code == 200
+        problems = verdict.get("problems")
+        self.result.problems = [str(p) for p in problems] if isinstance(problems, list) else []
+        if any(c.code in BINDING_CODES for c in self.result.calls):
+            self.out("hint: a call could not bind; the run may have been played already. Reset it "
+                     "(POST /replay/v1/reset, or the debugger's reset key) or pass --run NAME.")
+        if self.result.consumed:
+            failed = f", {len(self.result.failures)} unexpected" if self.result.failures else ""
+            self.out(f"consumed: every recorded call was served "
+                     f"({len(self.result.calls)} call(s) driven{failed})")
+        else:
+            self.out("NOT consumed: " + ("; ".join(self.result.problems)
+                                         or f"HTTP {response.status_code}"))
+        return self.result
+
+    async def _pick_model(self) -> None:
+        """Use the first model of the provider catalog when there is one."""
+        try:
+            models = await self._get("/v1/models")
+        except ServerUnreachableError:
+            return
+        data = models.get("data") if isinstance(models, dict) else None
+        if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
+            self.model = str(data[0]["id"])
+
+    async def _drive(self, session: str, script_index: int, call_index: int, entry: Any,
+                     messages: list[dict[str, Any]]) -> CallOutcome:
+        kind = str(entry.get("kind", "?")) if isinstance(entry, dict) else "?"
+        key = entry.get("callKey") if isinstance(entry, dict) else None
+
+        got = _Streamed()
+
+        def done(ok: bool, outcome: str) -> CallOutcome:
+            return CallOutcome(session, script_index, call_index, kind, ok, outcome, got.error_code,
+                               key if isinstance(key, str) else None)
+
+        if kind == "hang":
+            ok, outcome, got = await self._drive_hang(session, entry, list(messages))
+            return done(ok, outcome)
+        got = await self._stream(session, list(messages))
+        if kind == "throw":
+            code = str(entry.get("code"))
+            if got.error_code == code:
+                how = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
+                return done(True, f"threw {code} as scripted ({how})")
+            return done(False, f"expected the scripted error {code}, got {_describe(got)}")
+        if got.error_code is not None:
+            return done(False, _describe(got))
+        chunks = entry.get("chunks", []) if isinstance(entry, dict) else []
+        problems: list[str] = []
+        raw = str(entry)
+        if "{{fromRequest:" not in raw:
+            expected = _expected_text(chunks)
+            if got.text != expected:
+                problems.append(f"text {_short(got.text)!r} differs from recorded {_short(expected)!r}")
+        finish = _expected_finish(chunks)
+        if finish is not None and got.finish != finish:
+            problems.append(f"finish_reason {got.finish} but recorded {finish}")
+        self._extend(messages, got)
+        summary = _describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)
+        if problems:
+            return done(False, summary + "; " + "; ".join(problems))
+        return done(True, summary)
+
+    async def _drive_hang(self, session: str, entry: dict[str, Any],
+                          messages: list[dict[str, Any]]) -> tuple[bool, str, _Streamed]:
+        ready = entry.get("readyFile")
+        path: Path | None = None
+        stale = False
+        if isinstance(ready, str) and ready:
+            path = Path(ready) if os.path.isabs(ready) else self.ready_dir / ready
+            stale = path.exists()  # left from an earlier run: only the state can tell
+        task = asyncio.create_task(self._stream(session, messages))
+        try:
+            seen, where = await self._wait_hanging(session, task, None if stale else path)
+            if task.done():
+                got = task.result()
+                return False, f"expected a hang, but the stream ended: {_describe(got)}", got
+            response = await self._post("/replay/v1/cancel", {"sessionId": session})
+            if response.status_code != 200:
+                return False, f"POST /replay/v1/cancel answered HTTP {response.status_code}", _Streamed()
+            got = await asyncio.wait_for(task, self.hang_timeout)
+        finally:
+            if not task.done():
+                task.cancel()
+        if got.error_code != ABORTED:
+            return False, f"cancelled, but the stream ended with {_describe(got)} instead of ABORTED", got
+        if not seen:
+            return False, (f"cancelled (ABORTED), but readyFile {path} never appeared"
+                           + (f"; the server made it at {where}, pass --ready-dir" if where else "")), got
+        how = f"readyFile {ready}" if path is not None and not stale else "state hanging"
+        return True, f"hung ({how}), cancelled, ended ABORTED after {got.events} SSE event(s)", got
+
+    async def _wait_hanging(self, session: str, task: asyncio.Task[_Streamed],
+                            path: Path | None) -> tuple[bool, str | None]:
+        """Wait until the hang is in place: its readyFile exists, or (without one) the state says so.
+
+        Returns whether that was seen, and the readyFile the server reports.
+        """
+        deadline = time.monotonic() + self.hang_timeout
+        where: str | None = None
+        while time.monotonic() < deadline and not task.done():
+            if path is not None:
+                if path.exists():
+                    return True, str(path)
+            else:
+                hanging, where = await self._state_hanging(session)
+                if hanging:
+                    return True, where
+            await asyncio.sleep(POLL_S)
+        if path is not None and not task.done():
+            hanging, where = await self._state_hanging(session)
+        return False, where
+
+    async def _state_hanging(self, session: str) -> tuple[bool, str | None]:
+        state = await self._get("/replay/v1/state")
+        bindings = state.get("bindings", []) if isinstance(state, dict) else []
+        for binding in bindings:
+            if isinstance(binding, dict) and binding.get("sessionKey") == session:
+                ready = binding.get("readyFile")
+                return binding.get("status") == "hanging", ready if isinstance(ready, str) else None
+        return False, None
+
+    async def _stream(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        import openai
+
+        got = _Streamed()
+        try:
+            stream = await self.client.chat.completions.create(
+                model=self.model, messages=cast(Any, messages),
+                stream=True, extra_headers={"X-Session-Id": session},
+            )
+            async for chunk in stream:
+                got.events += 1
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    if delta.content:
+                        got.text += delta.content
+                    reasoning = (delta.model_extra or {}).get("reasoning_content")
+                    if isinstance(reasoning, str):
+                        got.reasoning += reasoning
+                    for call in delta.tool_calls or []:
+                        slot = got.tools.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                        if call.id:
+                            slot["id"] = call.id
+                        if call.function is not None:
+                            # A recorded name may repeat on every delta: keep it, do not append.
+                            slot["name"] = call.function.name or slot["name"]
+                            slot["arguments"] += call.function.arguments or ""
+                    if choice.finish_reason:
+                        got.finish = choice.finish_reason
+        except openai.APIConnectionError as exc:
+            raise _unreachable(self.server, exc) from None
+        except openai.APIStatusError as exc:
+            got.status = exc.status_code
+            got.error_code = exc.code or f"HTTP_{exc.status_code}"
+            body = exc.body if isinstance(exc.body, dict) else {}
+            got.error_message = str(body.get("message") or exc.message)
+        except openai.APIError as exc:
+            got.error_code = exc.code or "ERROR"
+            got.error_message = exc.message
+        return got
+
+    @staticmethod
+    def _extend(messages: list[dict[str, Any]], got: _Streamed) -> None:
+        """Add the assistant turn (and a result per tool call) so the next request reads naturally."""
+        message: dict[str, Any] = {"role": "assistant", "content": got.text or None}
+        calls: list[dict[str, Any]] = [
+            {"id": slot["id"] or f"call_{k}", "type": "function",
+             "function": {"name": slot["name"], "arguments": slot["arguments"]}}
+            for k, slot in sorted(got.tools.items())
+        ]
+        if calls:
+            message["tool_calls"] = calls
+        messages.append(message)
+        for call in calls:
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": f"(demo agent: result of {call['function']['name']})"})
+        if not calls:
+            messages.append({"role": "user", "content": "Go on."})
+
+
+def _describe(got: _Streamed, recorded: int | None = None) -> str:
+    """What the client got; ``recorded``: the call's recorded chunk count (the debugger's
+    "chunks"), given once the whole call was served."""
+    if got.error_code is not None:
+        where = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
+        return f"error {got.error_code} ({where}): {got.error_message}"
+    served = (f"{recorded} recorded chunk(s)" if recorded is not None
+              else f"{got.events} SSE event(s)")
+    parts = [served, f"finish {got.finish or '-'}"]
+    if got.text:
+        parts.append(repr(_short(got.text)))
+    if got.tools:
+        parts.append("tools " + ", ".join(t["name"] for t in got.tools.values()))
+    return ", ".join(parts)
+
+
+def _unreachable(server: str, exc: BaseException) -> ServerUnreachableError:
+    reason = str(exc) or type(exc).__name__
+    return ServerUnreachableError(
+        f"cannot reach the replay server at {server} ({reason}). Start one with "
+        "`dsh-replay serve SCENARIO` or `dsh-replay-tui SCENARIO` and pass the URL it prints "
+        "(e.g. http://127.0.0.1:8765).")
+
+
+async def run_demo_agent(base_url: str, *, delay_ms: int = 0, ready_dir: str | None = None,
+                         run: str | None = None, out: Callable[[str], None] | None = None,
+                         hang_timeout: float = HANG_TIMEOUT_S) -> DemoResult:
+    """Drive every call of every script served at ``base_url``; report each call through ``out``.
+
+    ``hang_timeout`` bounds the wait for a hang to be in place and for its cancelled stream
+    to end. Raises ServerUnreachableError when the server cannot be reached.
+    """
+    driver = _Driver(base_url, delay_ms=delay_ms, ready_dir=ready_dir, run=run,
+                     out=out if out is not None else print, hang_timeout=hang_timeout)
+    try:
+        return await driver.run()
+    finally:
+        await driver.close()

@@ -1,0 +1,143 @@
+"""The seam between the server and a wire dialect: what one dialect must say to be served.
+
+A ``Dialect`` names its routes, reads a model-call request (model, stream flag, the corpus
+``{{fromRequest}}`` searches), makes the stream encoder of one bound call (opening bytes sent
+when the call binds, bytes per chunk, closing bytes, failure bytes) and its non-streaming
+assembler, and maps errors to its status, body and no-retry handling. The server composes
+dialects; it knows none of their formats.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..errors import BadRequest, ReplayError
+from ..models import AnyEntry
+
+SSE_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
+
+_STATUS_BY_CODE = {
+    "AUTH": 401,
+    "RATE_LIMIT": 429,
+    "QUOTA_EXCEEDED": 429,
+    "INVALID_REQUEST": 400,
+    "CONTEXT_WINDOW_EXCEEDED": 400,
+    "SERVER": 500,
+    "UNRECORDED_SESSION": 409,
+    "SCRIPT_EXHAUSTED": 409,
+}
+
+
+def status_for_code(code: str) -> int:
+    """The HTTP status a client maps back to ``code`` (SPEC 8.1: ``HTTP_<n>`` is n; else 500)."""
+    status = _STATUS_BY_CODE.get(code)
+    if status is not None:
+        return status
+    if code.startswith("HTTP_") and code[5:].isdigit():
+        number = int(code[5:])
+        if 400 <= number <= 599:
+            return number
+    return 500
+
+
+class StreamEncoder(Protocol):
+    """One call's chunks as bytes on the wire; pure, one instance per call."""
+
+    def opening(self) -> bytes:
+        """What goes out as soon as the call is bound, before any pace wait or step gate."""
+        ...
+
+    def encode(self, chunk: dict[str, Any]) -> bytes | None:
+        """The bytes of one recorded chunk (None when it maps to nothing)."""
+        ...
+
+    def close(self) -> bytes:
+        """What ends a stream whose chunks ran out."""
+        ...
+
+    def fail(self, message: str, code: str) -> bytes:
+        """What ends a stream failing after its first byte (a throw after its prefix, an abort)."""
+        ...
+
+
+class Assembler(Protocol):
+    """Folds one call's chunks into the ``stream: false`` answer."""
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Fold one recorded chunk in."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """What a dialect reads from one model-call request body."""
+
+    model: str | None
+    """The model named by the request (echoed on the wire, kept in the journal)."""
+    stream: bool
+    """True: answer an event stream; False: one assembled JSON answer."""
+    corpus: Any
+    """What the engine gets as the call's messages: searched by ``{{fromRequest}}`` (every
+    string leaf) and shown by the debugger's Request view."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Dialect-specific request flags (e.g. chat's ``stream_options.include_usage``)."""
+
+
+class Dialect(ABC):
+    """One wire dialect: routes, request reading, encoder, assembler and error mapping."""
+
+    name: ClassVar[str]
+    """Short name, recorded per call in the journal: openai, native, anthropic, responses."""
+    routes: ClassVar[tuple[str, ...]]
+    """``POST`` paths served (each also under ``/runs/{run}`` and ``/sessions/{id}``)."""
+    media_type: ClassVar[bytes] = SSE_MEDIA_TYPE
+    """Content type of a streamed answer."""
+    session_in_body: ClassVar[bool] = False
+    """The body's ``sessionId`` field names the session too (the native route)."""
+    errors_as_status: ClassVar[bool] = True
+    """A failure before the first chunk answers an HTTP error instead of opening a stream."""
+    no_retry: ClassVar[bool] = True
+    """Error answers carry ``x-should-retry: false`` (unless the server lets SDKs retry)."""
+
+    def owns(self, path: str) -> bool:
+        """True when ``path`` (without run and session prefixes) belongs to this dialect."""
+        return any(path == route or path.startswith(route + "/") for route in self.routes)
+
+    @abstractmethod
+    def request(self, body: dict[str, Any]) -> CallRequest:
+        """Read a request body (BadRequest when the dialect cannot serve it)."""
+
+    @abstractmethod
+    def encoder(self, call: CallRequest, entry: AnyEntry) -> StreamEncoder:
+        """The stream encoder of one bound call (``entry`` is known when the call binds)."""
+
+    def assembler(self, call: CallRequest) -> Assembler:
+        """The non-streaming assembler of one bound call."""
+        raise NotImplementedError(f"the {self.name} dialect always streams")
+
+    def answer(self, assembler: Assembler, call: CallRequest, label: str) -> dict[str, Any]:
+        """The assembled JSON answer; ``label`` names the call in errors (ReplayError)."""
+        raise NotImplementedError(f"the {self.name} dialect always streams")
+
+    def error_status(self, code: str) -> int:
+        """The HTTP status of a failure code."""
+        return status_for_code(code)
+
+    @abstractmethod
+    def error_body(self, message: str, code: str, status: int, *, refused: bool = False
+                   ) -> dict[str, Any]:
+        """The JSON body of an error answer; ``refused``: the request itself was refused."""
+
+    def error_answer(self, exc: ReplayError) -> tuple[int, dict[str, Any]]:
+        """Status and body answering ``exc`` (a refused request keeps its own status)."""
+        refused = isinstance(exc, BadRequest)
+        status = exc.status if isinstance(exc, BadRequest) else self.error_status(exc.code)
+        return status, self.error_body(exc.message, exc.code, status, refused=refused)
+
+
+def openai_error_body(message: str, code: str, *, refused: bool = False) -> dict[str, Any]:
+    """``{"error": {"message", "type", "code"}}``: the OpenAI-style body (SPEC 8.1)."""
+    kind = "invalid_request_error" if refused else "replay_error"
+    return {"error": {"message": message, "type": kind, "code": code}}

@@ -1,0 +1,55 @@
+"""The native NDJSON route, ``POST /replay/v1/stream`` (SPEC 8.2): the recorded chunks exactly.
+
+One recorded chunk per line as loaded (lossless: what no provider wire can carry, such as
+``replayState`` or an error finish's message, arrives here), then for a failure one
+``{"type":"error","message","code"}`` line. It always streams, and a failure before the first
+chunk is an error line too, not an HTTP error; binding errors still answer 409 JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..models import AnyEntry
+from .dialect import CallRequest, Dialect, openai_error_body
+
+_encode = msgspec.json.Encoder().encode
+
+
+class NdjsonEncoder:
+    """``application/x-ndjson``: one recorded chunk per line, exactly as loaded."""
+
+    def opening(self) -> bytes:
+        return b""
+
+    def encode(self, chunk: dict[str, Any]) -> bytes | None:
+        return _encode(chunk) + b"\n"
+
+    def close(self) -> bytes:
+        return b""
+
+    def fail(self, message: str, code: str) -> bytes:
+        return _encode({"type": "error", "message": message, "code": code}) + b"\n"
+
+
+class NativeDialect(Dialect):
+    """``POST /replay/v1/stream``: body ``{"sessionId"?, "messages"?, "model"?}``."""
+
+    name = "native"
+    routes = ("/replay/v1/stream",)
+    media_type = b"application/x-ndjson"
+    session_in_body = True
+    errors_as_status = False
+
+    def request(self, body: dict[str, Any]) -> CallRequest:
+        model = body.get("model")
+        return CallRequest(model if isinstance(model, str) else None, True, body.get("messages"))
+
+    def encoder(self, call: CallRequest, entry: AnyEntry) -> NdjsonEncoder:
+        return NdjsonEncoder()
+
+    def error_body(self, message: str, code: str, status: int, *, refused: bool = False
+                   ) -> dict[str, Any]:
+        return openai_error_body(message, code, refused=refused)

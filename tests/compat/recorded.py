@@ -1,0 +1,98 @@
+"""What a recorded call carries, block by block, for the Messages and Responses SDK tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_KINDS = {"text", "reasoning", "tool-call"}
+_DELTAS = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
+
+
+def recorded_blocks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """What SPEC 8 says a call carries, block by block in opening order.
+
+    Each block: kind, content (its deltas, or its block-end's content when it recorded no
+    delta), a tool's id and name (first delta that has them, else the block-end) and a
+    reasoning block-end's signature; plus the call's usage and finish reason.
+    """
+    blocks: list[dict[str, Any]] = []
+    open_: dict[Any, dict[str, Any]] = {}
+    usage = None
+    finish = None
+
+    def new(index: Any, kind: str) -> dict[str, Any]:
+        block = {"kind": kind, "parts": [], "id": None, "name": None, "delta": False,
+                 "signature": None}
+        blocks.append(block)
+        open_[index] = block
+        return block
+
+    for chunk in chunks:
+        kind = chunk["type"]
+        index = chunk.get("index")
+        if kind == "block-start" and chunk.get("blockType") in _KINDS:
+            new(index, chunk["blockType"])
+        elif kind in _DELTAS:
+            block = open_.get(index) or new(index, _DELTAS[kind])
+            block["delta"] = True
+            if kind == "tool-call-delta":
+                block["parts"].append(chunk.get("argumentsDelta", ""))
+                block["id"] = block["id"] or chunk.get("id")
+                block["name"] = block["name"] or chunk.get("name")
+            else:
+                block["parts"].append(chunk.get("text", ""))
+        elif kind == "block-end" and isinstance(chunk.get("block"), dict):
+            whole = chunk["block"]
+            block = open_.pop(index, None)
+            if block is None:
+                if whole.get("type") not in _KINDS:
+                    continue
+                block = new(index, whole["type"])
+                del open_[index]
+            if not block["delta"]:
+                block["parts"] = [whole.get("arguments" if block["kind"] == "tool-call" else "text", "")]
+            block["id"] = block["id"] or whole.get("id")
+            block["name"] = block["name"] or whole.get("name")
+            block["signature"] = whole.get("signature")
+        elif kind == "usage":
+            usage = chunk["usage"]
+        elif kind == "finish":
+            finish = chunk["reason"]
+    return {"blocks": [{"kind": b["kind"], "content": "".join(b["parts"]), "id": b["id"],
+                        "name": b["name"], "signature": b["signature"]} for b in blocks],
+            "usage": usage or {}, "finish": finish}
+
+
+# One call with a signed reasoning block, text and a tool call, on sparse recorded indices.
+SIGNED = {"kind": "chunks", "chunks": [
+    {"type": "block-start", "index": 3, "blockType": "reasoning"},
+    {"type": "reasoning-delta", "index": 3, "text": "Think "},
+    {"type": "reasoning-delta", "index": 3, "text": "twice."},
+    {"type": "block-end", "index": 3,
+     "block": {"type": "reasoning", "text": "Think twice.", "signature": "c2lnbmVk"}},
+    {"type": "block-start", "index": 7, "blockType": "text"},
+    {"type": "text-delta", "index": 7, "text": "Reading "},
+    {"type": "text-delta", "index": 7, "text": "it."},
+    {"type": "block-end", "index": 7, "block": {"type": "text", "text": "Reading it."}},
+    {"type": "block-start", "index": 8, "blockType": "tool-call"},
+    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "argumentsDelta": '{"path"'},
+    {"type": "tool-call-delta", "index": 8, "id": "toolu_1", "name": "read",
+     "argumentsDelta": ': "a.txt"}'},
+    {"type": "block-end", "index": 8, "block": {"type": "tool-call", "id": "toolu_1",
+                                                "name": "read", "arguments": '{"path": "a.txt"}'}},
+    {"type": "usage", "usage": {"inputTokens": 12, "outputTokens": 7, "cacheReadTokens": 4,
+                                "reasoningTokens": 3}},
+    {"type": "finish", "reason": {"kind": "tool-calls"}},
+]}
+
+
+def json_object(arguments: str) -> dict[str, Any] | None:
+    """The recorded arguments as a JSON object (``{}`` for none), or None when they are not one."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

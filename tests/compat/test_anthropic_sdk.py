@@ -1,0 +1,338 @@
+"""The Messages route judged by the real ``anthropic`` SDK over a real socket (SPEC 8.4).
+
+Every call of a spread of conformance scenarios, streamed (``messages.stream(...)
+.get_final_message()``) and not (``messages.create()``), must assemble the recorded
+blocks: text, thinking with its signature, tool_use id, name and input equal to the
+parsed recorded arguments, the mapped stop reason and the usage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from replay_engine import ChunksEntry, ReplayEngine, SessionScript, ThrowEntry, load_scenario
+from replay_engine.server import ReplayServer
+from tests.compat.recorded import SIGNED, json_object, recorded_blocks
+from tests.conftest import conformance_dir
+from tests.wire.wire_helpers import write_scenario
+
+pytestmark = pytest.mark.anyio
+
+CORPUS = conformance_dir()
+MODEL = "claude-replay"
+SCENARIOS = [
+    "Aurora__apps__cli__tests__snapshots__multi-turn-conversation",  # reasoning, text, packed rows
+    "Aurora__apps__cli__tests__snapshots__code-mode-dispatch-spill",  # long packed reasoning
+    "Aurora__examples__acp-agent__tests__snapshots__parallel-tool-calls",
+    "apps__web__tests__snapshots__cordis-tool-round",  # block-end-only blocks
+    "examples__acp-agent__tests__snapshots__max-tokens-continue",  # truncated tool arguments
+    "examples__headless-agent__tests__snapshots__compaction-recovery",  # error finish
+    "examples__acp-agent__tests__snapshots__empty-response-retry",  # error finish, then a retry
+    "Aurora__examples__acp-agent__tests__snapshots__error-finish",  # AUTH throw, no prefix
+]
+STOP = {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"}
+ERRORS: dict[str, tuple[int, str, type[anthropic.APIStatusError]]] = {
+    "AUTH": (401, "authentication_error", anthropic.AuthenticationError),
+    "RATE_LIMIT": (429, "rate_limit_error", anthropic.RateLimitError),
+    "CONTEXT_WINDOW_EXCEEDED": (400, "invalid_request_error", anthropic.BadRequestError),
+    "EMPTY_RESPONSE": (500, "api_error", anthropic.InternalServerError),
+    "SERVER": (500, "api_error", anthropic.InternalServerError),
+    "HTTP_529": (529, "overloaded_error", anthropic.OverloadedError),
+    "ABORTED": (500, "api_error", anthropic.InternalServerError),
+    "SCRIPT_EXHAUSTED": (409, "invalid_request_error", anthropic.ConflictError),
+}
+
+
+class Served:
+    """The replay server on a real engine, and one SDK client per run (closed at the end)."""
+
+    def __init__(self, url: str, engine: ReplayEngine) -> None:
+        self.url = url
+        self.engine = engine
+        self.clients: dict[tuple[str, int], anthropic.AsyncAnthropic] = {}
+
+    def client(self, run: str, *, retries: int = 0) -> anthropic.AsyncAnthropic:
+        key = (run, retries)
+        if key not in self.clients:
+            self.clients[key] = anthropic.AsyncAnthropic(
+                base_url=f"{self.url}/runs/{run}", api_key="replay", max_retries=retries)
+        return self.clients[key]
+
+
+@contextlib.asynccontextmanager
+async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served]:
+    """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
+    engine = ReplayEngine(scripts)
+    async with ReplayServer(engine) as server:
+        served = Served(server.url, engine)
+        try:
+            yield served
+        finally:
+            for api in served.clients.values():
+                await api.close()
+
+
+def _request(session: str) -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 1024, "system": "be brief",
+            "messages": [{"role": "user", "content": "go"}],
+            "extra_headers": {"X-Session-Id": session}}
+
+
+def expected_content(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in recorded_blocks(chunks)["blocks"]:
+        if block["kind"] == "text":
+            out.append({"type": "text", "text": block["content"]})
+        elif block["kind"] == "reasoning":
+            out.append({"type": "thinking", "thinking": block["content"],
+                        "signature": block["signature"] or ""})
+        else:
+            out.append({"type": "tool_use", "id": block["id"], "name": block["name"],
+                        "input": json_object(block["content"]), "arguments": block["content"]})
+    return out
+
+
+def sdk_content(message: anthropic.types.Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in message.content:
+        if block.type == "text":
+            out.append({"type": "text", "text": block.text})
+        elif block.type == "thinking":
+            out.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+        elif block.type == "tool_use":
+            out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+        else:
+            out.append({"type": block.type})
+    return out
+
+
+def check_message(message: anthropic.types.Message, chunks: list[dict[str, Any]],
+                  partial_json: dict[int, str] | None, where: str) -> None:
+    """The SDK's message equals the recording; streamed tool input is also checked raw."""
+    recorded = recorded_blocks(chunks)
+    expected = expected_content(chunks)
+    got = sdk_content(message)
+    assert len(got) == len(expected), where
+    for n, (want, have) in enumerate(zip(expected, got, strict=True)):
+        if want["type"] == "tool_use":
+            arguments = want.pop("arguments")
+            if partial_json is not None:
+                assert partial_json.get(n, "") == arguments, f"{where} block {n}"
+            if want["input"] is None:  # not an object: the stream carries it raw, nothing parses it
+                assert partial_json is not None, where
+                want["input"] = have["input"]
+        assert have == want, f"{where} block {n}"
+    assert message.model == MODEL
+    assert message.role == "assistant"
+    assert message.stop_reason == STOP[recorded["finish"]["kind"]], where
+    usage = recorded["usage"]
+    assert message.usage.input_tokens == usage.get("inputTokens", 0), where
+    assert message.usage.output_tokens == usage.get("outputTokens", 0), where
+    assert message.usage.cache_read_input_tokens == usage.get("cacheReadTokens"), where
+
+
+async def stream_call(api: anthropic.AsyncAnthropic,
+                      session: str) -> tuple[anthropic.types.Message, dict[int, str]]:
+    """One streamed call: the SDK's final message and the raw tool input per block."""
+    partial: dict[int, str] = {}
+    async with api.messages.stream(**_request(session)) as stream:
+        async for event in stream:
+            if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                partial[event.index] = partial.get(event.index, "") + event.delta.partial_json
+        message = await stream.get_final_message()
+    return message, partial
+
+
+def check_error(exc: anthropic.APIStatusError, code: str, message: str, *, streamed: bool) -> None:
+    """A streamed error arrives on a 200 stream, so the SDK raises its base status error."""
+    status, kind, cls = ERRORS[code]
+    if streamed:
+        assert type(exc) is anthropic.APIStatusError and exc.status_code == 200
+    else:
+        assert isinstance(exc, cls) and exc.status_code == status, (type(exc), code)
+    assert exc.body == {"type": "error", "error": {"type": kind, "message": message}, "code": code}
+
+
+async def check_call(served: Served, session: str, entry: Any, where: str) -> None:
+    """One recorded call, streamed on run ``stream`` and not on run ``create``."""
+    if isinstance(entry, ThrowEntry):
+        assert not entry.chunks
+        for run in ("stream", "create"):
+            with pytest.raises(anthropic.APIStatusError) as caught:
+                if run == "stream":
+                    await stream_call(served.client(run), session)
+                else:
+                    await served.client(run).messages.create(**_request(session))
+            check_error(caught.value, entry.code, entry.message, streamed=False)
+        return
+    assert isinstance(entry, ChunksEntry)
+    chunks = entry.chunks
+    finish = recorded_blocks(chunks)["finish"]
+    if finish["kind"] == "error":
+        failure = finish["failure"]
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await stream_call(served.client("stream"), session)
+        check_error(caught.value, failure["code"], failure["message"], streamed=True)
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await served.client("create").messages.create(**_request(session))
+        check_error(caught.value, failure["code"], failure["message"], streamed=False)
+        return
+    message, partial = await stream_call(served.client("stream"), session)
+    check_message(message, chunks, partial, f"{where} (stream)")
+    representable = all(b["input"] is not None for b in expected_content(chunks)
+                        if b["type"] == "tool_use")
+    if representable:
+        created = await served.client("create").messages.create(**_request(session))
+        check_message(created, chunks, None, f"{where} (create)")
+        return
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        await served.client("create").messages.create(**_request(session))
+    error = caught.value.body
+    assert isinstance(error, dict) and error["code"] == "UNREPRESENTABLE"
+    assert error["error"]["type"] == "api_error"
+    text = error["error"]["message"]
+    assert f"session {session}" in text and "not a JSON object" in text
+    assert "native route POST /replay/v1/stream" in text
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_sdk_assembles_every_recorded_call(name: str) -> None:
+    assert CORPUS is not None
+    scenario = load_scenario(CORPUS / "scenarios" / name)
+    async with serving(scenario.scripts) as served:
+        for i, script in enumerate(scenario.scripts):
+            for j, item in enumerate(script.entries):
+                await check_call(served, f"s{i}", item.entry, f"{name}[{i}] call {j}")
+        for run in ("stream", "create"):
+            assert served.engine.consumed_problems(run) == []
+
+
+def _scenario(tmp_path: Path, entries: list[dict[str, Any]]) -> list[SessionScript]:
+    return load_scenario(write_scenario(tmp_path / "scenario", entries)).scripts
+
+
+
+
+async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> None:
+    scripts = _scenario(tmp_path, [SIGNED, SIGNED])
+    async with serving(scripts) as served:
+        message, partial = await stream_call(served.client("default"), "a")
+        check_message(message, SIGNED["chunks"], partial, "stream")
+        assert message.content[0].type == "thinking"
+        assert message.content[0].signature == "c2lnbmVk"
+        created = await served.client("default").messages.create(**_request("a"))
+        check_message(created, SIGNED["chunks"], None, "create")
+        assert sdk_content(created) == sdk_content(message)
+
+
+PREFIX = [{"type": "block-start", "index": 0, "blockType": "text"},
+          {"type": "text-delta", "index": 0, "text": "Half "},
+          {"type": "text-delta", "index": 0, "text": "an answer"}]
+
+
+async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:
+    entries = [
+        {"kind": "throw", "chunks": PREFIX, "message": "upstream overloaded", "code": "HTTP_529"},
+        {"kind": "throw", "chunks": PREFIX, "message": "upstream overloaded", "code": "HTTP_529"},
+        {"kind": "hang"},
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+    ]
+    async with serving(_scenario(tmp_path, entries)) as served:
+        engine = served.engine
+        api = served.client("default")
+        async with api.messages.stream(**_request("a")) as stream:
+            with pytest.raises(anthropic.APIStatusError) as caught:
+                async for _event in stream:
+                    pass
+            assert stream.current_message_snapshot.content[0].type == "text"
+            assert stream.current_message_snapshot.content[0].text == "Half an answer"
+        check_error(caught.value, "HTTP_529", "upstream overloaded", streamed=True)
+
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await api.messages.create(**_request("a"))
+        check_error(caught.value, "HTTP_529", "upstream overloaded", streamed=False)
+
+        async with api.messages.stream(**_request("a")) as stream:
+            with pytest.raises(anthropic.APIStatusError) as caught:
+                async for event in stream:
+                    if event.type == "text" and event.snapshot == "partial":
+                        assert engine.cancel("a") == 1
+        check_error(caught.value, "ABORTED", "aborted", streamed=True)
+
+        retrying = served.client("default", retries=2)
+        with pytest.raises(anthropic.RateLimitError) as caught:
+            await retrying.messages.create(**_request("a"))
+        check_error(caught.value, "RATE_LIMIT", "slow down", streamed=False)
+        assert engine.consumed_problems() == []  # no SDK retry consumed a call behind our back
+
+        with pytest.raises(anthropic.ConflictError) as caught:
+            await api.messages.create(**_request("a"))
+        body = caught.value.body
+        assert isinstance(body, dict) and body["code"] == "SCRIPT_EXHAUSTED"
+        assert body["error"]["type"] == "invalid_request_error"
+
+
+async def test_from_request_searches_system_then_messages(tmp_path: Path) -> None:
+    entry = {"kind": "chunks", "chunks": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "ticket {{fromRequest:T-([0-9]+)}}"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]}
+    async with serving(_scenario(tmp_path, [entry, entry])) as served:
+        api = served.client("default")
+        request = _request("a")
+        request["system"] = "T-1 is closed"
+        request["messages"] = [{"role": "user", "content": [{"type": "text", "text": "see T-22"}]}]
+        message = await api.messages.create(**request)
+        assert sdk_content(message) == [{"type": "text", "text": "ticket 22"}]
+        request["messages"] = [{"role": "user", "content": "nothing here"}]
+        async with api.messages.stream(**request) as stream:
+            assert await stream.get_final_text() == "ticket 1"
+
+
+def test_message_start_states_the_recorded_usage() -> None:
+    from replay_engine.wire.anthropic import MessagesStreamEncoder
+
+    opening = MessagesStreamEncoder(MODEL, SIGNED["chunks"], message_id="msg_x").opening()
+    assert opening.startswith(b"event: message_start\ndata: ")
+    data = json.loads(opening.split(b"data: ", 1)[1])
+    assert data["message"]["id"] == "msg_x"
+    assert data["message"]["usage"] == {"input_tokens": 12, "output_tokens": 0,
+                                        "cache_read_input_tokens": 4}
+
+
+async def test_scripted_auth_and_rate_limit_throws_raise_the_sdk_errors(tmp_path: Path) -> None:
+    entries = [
+        {"kind": "throw", "chunks": [], "message": "bad key", "code": "AUTH"},
+        {"kind": "throw", "chunks": [], "message": "bad key", "code": "AUTH"},
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+        {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
+        SIGNED,
+    ]
+    async with serving(_scenario(tmp_path, entries)) as served:
+        api = served.client("default", retries=3)  # the SDK's own retries stay enabled
+        with pytest.raises(anthropic.AuthenticationError) as auth:
+            await api.messages.create(**_request("a"))
+        check_error(auth.value, "AUTH", "bad key", streamed=False)
+        with pytest.raises(anthropic.AuthenticationError):
+            await stream_call(api, "a")
+        for _ in range(2):
+            with pytest.raises(anthropic.RateLimitError) as limited:
+                await api.messages.create(**_request("a"))
+            check_error(limited.value, "RATE_LIMIT", "slow down", streamed=False)
+            assert limited.value.response.headers["x-should-retry"] == "false"
+        # Four requests, four calls: no SDK retry consumed one, the next call is still there.
+        assert [r.retry for r in served.engine.journal()] == [False] * 4
+        message, partial = await stream_call(api, "a")
+        check_message(message, SIGNED["chunks"], partial, "after the throws")
+        assert served.engine.consumed_problems() == []

@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpcore
+import httpx
 import pytest
+
+# pytester restores sys.modules after every test that uses it, dropping modules first imported
+# during that test. httpx imports httpcore lazily and maps its exceptions by class, so an
+# httpcore imported (and dropped) inside a pytester test would leave later tests with httpx
+# failing to recognise httpcore's errors. Importing both here keeps them in every snapshot.
+assert httpcore and httpx.HTTPTransport()
 
 pytest_plugins = ["pytester"]  # the pytest plugin's tests run pytest on generated test files
 

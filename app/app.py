@@ -229,7 +229,8 @@ class ReplayApp(App[str]):
                                         key.help, self._runner(key.action, namespace))
         for active in screen.active_bindings.values():
             binding = active.binding
-            if binding.system or binding.action in known or not binding.description:
+            if (binding.system or binding.action in known or not binding.description
+                    or keymap.textual_builtin(active.node, binding)):
                 continue
             yield SystemCommand(f"{binding.description} ({self.get_key_display(binding)})",
                                 binding.tooltip or binding.description,

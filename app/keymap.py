@@ -58,6 +58,11 @@ LIST_KEYS: tuple[Key, ...] = (
     Key("pagedown", "page(1)", "Page down", "Move a page down.", "Move", display="PgDn", palette=False),
     Key("home", "jump(0)", "Top", "Jump to the first row.", "Move", display="Home", palette=False),
     Key("end", "jump(-1)", "Bottom", "Jump to the last row.", "Move", display="End", palette=False),
+    Key("tab", "focus_next", "Next pane", "Move focus to the next pane (its border lights up); keys "
+        "that act on a call use the one selected in the scripts, named in the call pane's title.",
+        "Move", display="Tab", palette=False, bound=False),
+    Key("shift+tab", "focus_previous", "Previous pane", "Move focus to the previous pane.", "Move",
+        display="Shift+Tab", palette=False, bound=False),
     Key("enter", "open_detail", "Open", "Open the selected row whole (a log line, a chunk, a session, "
         "a call) with copy to the clipboard.", "Move", display="Enter", palette=False),
 )
@@ -155,6 +160,20 @@ def describe(action: str) -> Key | None:
         if key.action == action:
             return key
     return None
+
+
+def textual_builtin(node: object, binding: Binding) -> bool:
+    """Whether ``binding`` comes from one of Textual's own classes (scrolling, focus, copy): the
+    help lists those through the table, not one by one."""
+    for cls in type(node).__mro__:
+        if not cls.__module__.startswith("textual."):
+            continue
+        for declared in cls.__dict__.get("BINDINGS", ()):
+            if isinstance(declared, Binding) and declared.action == binding.action:
+                return True
+            if isinstance(declared, tuple) and len(declared) >= 2 and declared[1] == binding.action:
+                return True
+    return False
 
 
 def area_of(binding: Binding) -> str:

@@ -29,7 +29,8 @@ def help_rows(screen: Screen[object], keys: tuple[Key, ...]) -> list[tuple[str, 
     known = {key.action for key in keymap.TABLE}
     for active in screen.active_bindings.values():
         binding = active.binding
-        if binding.system or binding.action in known or not binding.description:
+        if (binding.system or binding.action in known or not binding.description
+                or keymap.textual_builtin(active.node, binding)):
             continue
         text = binding.tooltip or binding.description
         merged.setdefault((keymap.OTHER, text), []).append(screen.app.get_key_display(binding))

@@ -53,7 +53,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
     #oe-preview { width: 3fr; }
     .oe-row { height: auto; }
     .oe-row Input { width: 1fr; }
-    .oe-head { margin-top: 1; text-style: bold; }
+    .oe-head { margin-top: 1; text-style: bold; width: 100%; height: auto; }
     #oe-index, #oe-prefix { width: 8; }
     #oe-json { height: 1fr; min-height: 6; }
     #oe-json-status { height: auto; max-height: 4; }

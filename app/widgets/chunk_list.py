@@ -49,6 +49,8 @@ class ChunkList(LineList):
                 json.dumps(self._chunks[index], indent=2, ensure_ascii=False))
 
     def row_text(self, index: int) -> Text:
+        if index >= len(self._chunks):
+            return Text("")
         line = self._cache.get(index)
         chunk = self._chunks[index]
         if line is None:

@@ -46,6 +46,8 @@ class ScriptsView(LineList):
         self._facts: dict[tuple[int, int], CallFacts] = {}
         self._filter = Query()
         self._visible: list[int] | None = None
+        self._anchor: tuple[int, int | None] | None = None
+        """The call selected when the search started (restored once a filter shows it again)."""
         """Full-list row of each shown row while a filter is on (None: every row shows)."""
 
     # -- data in -----------------------------------------------------------------------
@@ -70,9 +72,12 @@ class ScriptsView(LineList):
     def set_filter(self, text: str) -> int:
         """Show only the calls matching ``text`` (see :mod:`app.headless.search`); returns how
         many calls match (all of them for an empty filter)."""
+        current = self.selected() if self.row_count else None
+        if current is not None and (current[1] is not None or self._anchor is None):
+            self._anchor = current  # typing may hide the selected call for a moment: keep it
         self._filter = parse_query(text)
         self.set_search(text if not self._filter.empty else "")
-        return self._apply_filter(self.selected())
+        return self._apply_filter(self._anchor)
 
     @property
     def filtered(self) -> bool:

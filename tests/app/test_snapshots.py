@@ -187,3 +187,20 @@ class TestReloadErrorBanner:
 
         app = make_app(Path("basic-chat"), url_label=FIXED_URL)
         assert snap_compare(app, terminal_size=SIZES[size], run_before=then(break_sidecar))
+
+
+DOCS = {
+    "main-160x45.svg": "TestMainScreen.test_main_screen_after_one_served_call[160x45].svg",
+    "main-80x24.svg": "TestMainScreen.test_main_screen_after_one_served_call[80x24].svg",
+    "help-80x24.svg": "TestOverlays.test_help[80x24].svg",
+    "editor-160x45.svg": "TestOverlays.test_editor[160x45].svg",
+}
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_readme_screenshots_are_the_current_snapshots(name: str) -> None:
+    """The README shows the screens as they are: docs/*.svg are copies of the snapshots."""
+    snapshot = Path(__file__).parent / "__snapshots__" / "test_snapshots" / DOCS[name]
+    assert (ROOT / "docs" / name).read_bytes() == snapshot.read_bytes(), (
+        f"docs/{name} is stale: copy {snapshot.relative_to(ROOT)} over it")
+    assert f"(docs/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")

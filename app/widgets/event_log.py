@@ -41,8 +41,15 @@ class EventLog(LineList):
         self.set_rows(len(self.entries), width=max(self.size.width, 1))
         if follow:
             self.cursor = len(self.entries) - 1
-            # The new height applies at the next layout; scroll once it has.
-            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+            self._to_newest()
+
+    def _to_newest(self) -> None:
+        self.scroll_to(y=max(len(self.entries) - self.size.height, 0), animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        """Lines written before the first layout (or a resize) keep the newest in view."""
+        if self.following:
+            self._to_newest()
 
     def row_text(self, index: int) -> Text:
         return self.entries[index].copy()

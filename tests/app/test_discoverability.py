@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import Button, Footer, TextArea
+from textual.widgets import Button, TextArea
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
@@ -18,7 +18,6 @@ from app.screens.detail import DetailScreen
 from app.screens.help import HelpScreen
 from app.screens.override_editor import OverrideEditorScreen
 from app.widgets.call_pane import ChunkList
-from app.widgets.event_log import EventLog
 from app.widgets.live_pane import KEY_WIDTH, SessionList
 from tests.app.apptools import client, make_app, stream_text, until
 from tests.conftest import ROOT, SAMPLES
@@ -172,7 +171,8 @@ async def test_enter_opens_a_log_line_and_a_chunk_whole_with_copy(tmp_path: Path
         await pilot.press("end", "enter")
         detail = app.screen
         assert isinstance(detail, DetailScreen)
-        assert detail.plain == app.live_pane.lines[-1] and len(detail.plain) > 2 * log.size.width  # …whole here
+        assert detail.plain == app.live_pane.lines[-1]  # …whole here
+        assert len(detail.plain) > 2 * log.size.width
         await pilot.press("c")
         assert app.clipboard == detail.plain
         await pilot.press("escape")

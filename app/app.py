@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 from rich.text import Text
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 
 from replay_engine import (
@@ -29,11 +28,13 @@ from replay_engine import (
     is_loopback,
 )
 
+from . import keymap
 from .editor_guard import EditorGuard
 from .headless.loading import UNFINISHED_CODE, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
-from .screens.main import MainScreen
+from .screens.help import HelpScreen
+from .screens.main import PACE_STEPS_MS, MainScreen
 from .screens.override_confirm import ConfirmDiscardScreen
 from .screens.override_editor import OverrideEditorScreen
 from .widgets.call_pane import CallPane
@@ -51,15 +52,11 @@ class ReplayApp(App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
-    ENABLE_COMMAND_PALETTE = False
     TITLE = "dsh-replay"
-    BINDINGS = [
-        Binding("l", "reload", "Reload"),
-        Binding("d", "demo", "Demo"),
-        Binding("o", "override", "Override"),
-        Binding("q", "quit", "Quit"),
-    ]
-    """After the main screen's keys (the footer lists them in that order)."""
+    BINDINGS = keymap.bindings(keymap.APP_KEYS)
+    """From the key table (app.keymap), after the main screen's keys."""
+    RECORDED_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
+    """The recorded-pace speeds the command palette offers."""
 
     def __init__(self, options: AppOptions) -> None:
         super().__init__()
@@ -246,15 +243,57 @@ class ReplayApp(App[str]):
     async def on_unmount(self) -> None:
         await self.shutdown()
 
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """The palette: Textual's commands, then one per run the screen can follow."""
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Next run", "Follow the next run (key r)", self.main.action_next_run)
-        for run in self.state.runs():
-            yield SystemCommand(f"Follow run {run}", f"Show and steer the sessions of run {run}",
-                                lambda run=run: self.main.follow_run(run))
-
     # -- keys beyond the main screen -------------------------------------------------------
+
+    def action_help(self) -> None:
+        """Show every key of the screen in front, by area."""
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        keys = getattr(screen, "HELP_KEYS", None)
+        if keys is None:
+            keys = (keymap.LIST_KEYS + keymap.MAIN_KEYS + keymap.SEARCH_BAR_KEYS + keymap.APP_KEYS
+                    if screen is self.main else ())
+        self.push_screen(HelpScreen(screen, keys))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette: every action of the key table for the screen it opened over, any other
+        binding of that screen, the theme, and each fixed and recorded pace."""
+        yield SystemCommand("Theme", "Change the colour theme", self.action_change_theme)
+        own = getattr(screen, "HELP_KEYS", None)
+        tables = ([(own, screen)] if own is not None else
+                  [(keymap.MAIN_KEYS, self.main), (keymap.APP_KEYS, self)])
+        known = {key.action for key in keymap.TABLE}
+        for keys, namespace in tables:
+            for key in keys:
+                if key.palette:
+                    yield SystemCommand(f"{key.label} ({key.display or key.keys.split(',')[0]})",
+                                        key.help, self._runner(key.action, namespace))
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if (binding.system or binding.action in known or not binding.description
+                    or keymap.textual_builtin(active.node, binding)):
+                continue
+            yield SystemCommand(f"{binding.description} ({self.get_key_display(binding)})",
+                                binding.tooltip or binding.description,
+                                self._runner(binding.action, active.node))
+        if own is None:
+            for run in self.state.runs():
+                yield SystemCommand(f"Follow run {run}", f"Show and steer the sessions of run {run}",
+                                    lambda run=run: self.main.follow_run(run))
+            for ms in PACE_STEPS_MS:
+                yield SystemCommand(f"Pace: fixed {ms} ms per chunk" if ms else "Pace: no delay",
+                                    "Serve chunks at a fixed pace.",
+                                    self._runner(f"set_pace('fixed', {ms})", self.main))
+            for speed in self.RECORDED_SPEEDS:
+                yield SystemCommand(f"Pace: recorded gaps x{speed:g}",
+                                    f"Replay the recorded gaps between chunks at {speed:g} times "
+                                    "their speed.", self._runner(f"set_pace('recorded', {speed})", self.main))
+        yield SystemCommand("Screenshot", "Save an SVG screenshot of the screen",
+                            lambda: self.set_timer(0.1, self.deliver_screenshot))
+
+    def _runner(self, action: str, namespace: Any) -> Callable[[], Awaitable[bool]]:
+        return lambda: self.run_action(action, namespace)
 
     def action_reload(self) -> None:
         """Reload the scenario from disk now."""

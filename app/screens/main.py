@@ -12,12 +12,11 @@ from collections import Counter
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from replay_engine import CallRecord, Pace, ReplayError, Scenario
 from replay_engine import events as ev
@@ -25,12 +24,18 @@ from replay_engine import events as ev
 from ..headless.eventlog import format_event
 from ..headless.state import DebugState
 from ..headless.verdicts import flight_notes, flight_summary
+from ..keymap import MAIN_KEYS, bindings
 from ..messages import CallSelected
 from ..widgets.call_pane import CallPane, CallView
+from ..widgets.chunk_list import ChunkList
 from ..widgets.error_banner import ErrorBanner
+from ..widgets.event_log import EventLog
+from ..widgets.line_list import LineList
 from ..widgets.live_pane import LivePane
 from ..widgets.scripts_view import ScriptsView
+from ..widgets.search_bar import SearchBar
 from ..widgets.status_header import StatusHeader
+from .detail import DetailScreen
 from .verdict import VerdictScreen, verdict_lines
 
 FLUSH_S = 1 / 30
@@ -48,27 +53,10 @@ Parts = tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane]
 class MainScreen(Screen[None]):
     """Watch, step and steer the replay of the loaded scenario."""
 
-    BINDINGS = [
-        Binding("1", "mode('run')", "Run"),
-        Binding("2", "mode('call')", "Brk call"),
-        Binding("3", "mode('chunk')", "Brk chunk"),
-        Binding("b", "breakpoint", "Brkpt"),
-        Binding("p", "pause", "Pause"),
-        Binding("n", "step('chunk')", "Step"),
-        Binding("e", "step('call')", "End call"),
-        Binding("c", "resume", "Continue"),
-        Binding("x", "cancel", "Cancel"),
-        Binding("X", "cancel_hanging", "Cancel hangs"),
-        Binding("plus,equals_sign", "pace(-1)", "Faster", show=False),
-        Binding("minus", "pace(1)", "Slower", show=False),
-        Binding("t", "pace_recorded", "Rec pace", show=False),
-        Binding("R", "reset", "Reset"),
-        Binding("a", "assert_consumed", "Assert"),
-        Binding("r", "next_run", "Next run", show=False),
-        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
-        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
-    ]
-    """The app adds reload, demo, override and quit after these (in the footer too)."""
+    BINDINGS = bindings(MAIN_KEYS)
+    """From the key table (app.keymap); the app adds reload, demo, override, help and quit."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    """Below 120 columns the panes stack (scripts on top) so no column is cut away."""
 
     def __init__(self, state: DebugState) -> None:
         super().__init__()
@@ -96,6 +84,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="right"):
                 yield CallPane(id="call")
                 yield LivePane(id="live")
+        yield SearchBar(id="search")
         yield Footer(compact=True)
 
     def _parts(self) -> Parts:
@@ -135,6 +124,7 @@ class MainScreen(Screen[None]):
                          self.query_one(LivePane))
         self.scripts_view.focus()
         self.scripts_view.border_title = "Scripts"
+        self.call_pane.border_title = "Call"
         self.live_pane.border_title = "Live"
         self.panes_ready.set()
 
@@ -204,7 +194,10 @@ class MainScreen(Screen[None]):
             if line is not None:
                 if event.run != self.state.run_name:
                     line = Text.assemble(f"[run {event.run}] ", line)
-                self.live_pane.log_event(line)
+                # Stepping chunk by chunk pauses before every chunk: one line per call, updated.
+                key = (("paused", event.run, event.session, event.call_index)
+                       if isinstance(event, ev.CallPaused) else None)
+                self.live_pane.log_event(line, key=key)
         try:
             self._paint(names)
         except NoMatches:
@@ -279,14 +272,17 @@ class MainScreen(Screen[None]):
         return found
 
     def show_selected(self) -> None:
-        """Show the selected call in the call pane (nothing on a script header row)."""
+        """Show the selected call in the call pane (nothing on a script header row); the pane's
+        title names it, so keys acting on the selection say on screen what they act on."""
         selected = self.scripts_view.selected()
         pane = self.call_pane
         scenario = self.state.scenario
         s, j = selected if selected is not None else (0, None)
-        if scenario is None or j is None:
+        if scenario is None or j is None or s >= len(scenario.scripts):
+            pane.border_title = "Call"
             pane.show(None)
             return
+        pane.border_title = f"Call #{j} of [{s}] {scenario.scripts[s].recorded_id or '(no id)'}"
         pane.show(CallView(scenario.scripts[s], s, j, self._record(s, j), self.state.chunks_served(s, j)))
 
     # -- stepping keys ---------------------------------------------------------------------
@@ -321,6 +317,9 @@ class MainScreen(Screen[None]):
             self.notify("Select a call to put a breakpoint on.", severity="warning")
             return
         self.state.engine.toggle_breakpoint(selected[0], selected[1])
+        on = selected in self.state.engine.breakpoints
+        self.notify(f"Breakpoint {'set on' if on else 'removed from'} call #{selected[1]} of "
+                    f"[{selected[0]}].", timeout=2)
 
     def action_pause(self) -> None:
         """Hold the selected session's streaming call before its next chunk."""
@@ -367,6 +366,14 @@ class MainScreen(Screen[None]):
         index = min(max(index + direction, 0), len(steps) - 1)
         self.state.engine.set_pace(Pace("fixed", steps[index]))
 
+    def action_set_pace(self, mode: str, value: float) -> None:
+        """Set the pace from the palette: fixed ``value`` ms, or recorded gaps at ``value`` speed."""
+        engine = self.state.engine
+        if mode == "recorded":
+            engine.set_pace(Pace("recorded", engine.pace.ms, float(value)))
+        else:
+            engine.set_pace(Pace("fixed", int(value)))
+
     def action_pace_recorded(self) -> None:
         """Switch between the recorded gaps and a fixed pace."""
         pace = self.state.engine.pace
@@ -388,3 +395,58 @@ class MainScreen(Screen[None]):
         self.live_pane.log_event(text.splitlines()[0])
         self.app.push_screen(VerdictScreen(problems, len(engine.scripts), notes, run=run,
                                            loaded=loaded))
+
+    # -- search and detail -----------------------------------------------------------------
+
+    def action_search(self) -> None:
+        """Open the search box (it filters the scripts and marks matches as you type)."""
+        bar = self.query_one(SearchBar)
+        bar.add_class("open")
+        bar.focus()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.apply_search(event.value)
+
+    def apply_search(self, text: str) -> int:
+        """Filter the scripts by ``text`` and mark it in the chunks and the event log; returns
+        the number of matching calls."""
+        text = text.strip()
+        matched = self.scripts_view.set_filter(text)
+        self.scripts_view.border_title = (f"Scripts — / {text} ({matched} call{'s' if matched != 1 else ''})"
+                                          if text else "Scripts")
+        self.query_one(ChunkList).set_search(text)
+        self.query_one(EventLog).set_search(text)
+        self.show_selected()
+        return matched
+
+    @on(SearchBar.Closed)
+    def _search_closed(self, event: SearchBar.Closed) -> None:
+        bar = self.query_one(SearchBar)
+        if event.cleared:
+            self.apply_search("")
+        bar.remove_class("open")
+        self.scripts_view.focus()
+
+    def _search_target(self) -> LineList:
+        focused = self.focused
+        if isinstance(focused, ChunkList | EventLog | ScriptsView):
+            return focused
+        return self.scripts_view
+
+    def action_search_next(self, step: int = 1) -> None:
+        """Go to the next match in the focused list (the scripts unless chunks or log have focus)."""
+        target = self._search_target()
+        if not target.search_text:
+            self.notify("No search: press / first.", severity="warning", timeout=2)
+        elif not target.next_match(step):
+            self.notify(f"No match for {target.search_text!r} here.", severity="warning", timeout=2)
+
+    def action_search_previous(self) -> None:
+        """Go to the previous match in the focused list."""
+        self.action_search_next(-1)
+
+    @on(LineList.DetailRequested)
+    def _detail(self, event: LineList.DetailRequested) -> None:
+        event.stop()
+        self.app.push_screen(DetailScreen(event.title, event.text))

@@ -15,10 +15,9 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
 from replay_engine import (
     AnyEntry,
@@ -37,6 +36,7 @@ from replay_engine import (
 
 from ..headless import override_edits as edits
 from ..headless.override_edits import CHILD_NOTE, EditOutcome, entry_text, first_problem
+from ..keymap import EDITOR_KEYS, bindings
 from ..widgets.override_preview import OverridePreview
 from .override_confirm import ConfirmDiscardScreen
 
@@ -46,15 +46,15 @@ class OverrideEditorScreen(ModalScreen[bool]):
 
     DEFAULT_CSS = """
     OverrideEditorScreen { align: center middle; }
-    #oe-root { width: 96%; height: 96%; border: thick $primary; background: $surface; }
-    #oe-title { height: auto; padding: 0 1; background: $panel; }
+    #oe-root { width: 100%; height: 1fr; border: thick $primary; background: $surface; }
+    #oe-title { height: auto; max-height: 3; padding: 0 1; background: $panel; }
     #oe-body { height: 1fr; }
-    #oe-form { width: 2fr; min-width: 48; padding: 0 1; }
+    #oe-form { width: 2fr; min-width: 40; padding: 0 1; }
     #oe-preview { width: 3fr; }
     .oe-row { height: auto; }
     .oe-row Input { width: 1fr; }
-    .oe-head { margin-top: 1; text-style: bold; }
-    #oe-index, #oe-prefix { width: 12; }
+    .oe-head { margin-top: 1; text-style: bold; width: 100%; height: auto; }
+    #oe-index, #oe-prefix { width: 8; }
     #oe-json { height: 1fr; min-height: 6; }
     #oe-json-status { height: auto; max-height: 4; }
     #oe-json-status.invalid { color: $error; }
@@ -62,12 +62,20 @@ class OverrideEditorScreen(ModalScreen[bool]):
     #oe-status.error { color: $error; text-style: bold; }
     #oe-actions { height: auto; padding: 0 1; }
     #oe-actions Button, .oe-row Button { margin-left: 1; }
+    Label { width: auto; margin-right: 1; }
+    #oe-form Input { background: $boost; }
+    /* Narrow or short terminals: the form scrolls, the preview goes below it, labels wrap. */
+    OverrideEditorScreen.-narrow #oe-body { layout: vertical; }
+    OverrideEditorScreen.-narrow #oe-form { width: 100%; height: 3fr; min-width: 0; }
+    OverrideEditorScreen.-narrow #oe-preview { width: 100%; height: 2fr; min-height: 6; }
+    OverrideEditorScreen.-narrow .oe-head { margin-top: 0; }
+    OverrideEditorScreen.-narrow #oe-json { height: 8; }
     """
 
-    BINDINGS = [
-        Binding("escape", "close", "Close"),
-        Binding("ctrl+s", "save", "Save"),
-    ]
+    BINDINGS = bindings(EDITOR_KEYS)
+    HELP_KEYS = EDITOR_KEYS
+    """What the help screen and the palette list over the editor."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
 
     def __init__(
         self,
@@ -125,27 +133,27 @@ class OverrideEditorScreen(ModalScreen[bool]):
                 yield Static(CHILD_NOTE, id="oe-child")
             else:
                 with Horizontal(id="oe-body"):
-                    with Vertical(id="oe-form"):
+                    with VerticalScroll(id="oe-form"):
                         with Horizontal(classes="oe-row"):
                             yield Label("call #")
-                            yield Input(str(self.index), type="integer", id="oe-index")
+                            yield Input(str(self.index), type="integer", id="oe-index", compact=True)
                         yield Label("Throw here", classes="oe-head")
-                        yield Input(placeholder="message", id="oe-message")
+                        yield Input(placeholder="message", id="oe-message", compact=True)
                         yield Input(placeholder="code (AUTH, RATE_LIMIT, SERVER, HTTP_503…)",
-                                    id="oe-code")
+                                    id="oe-code", compact=True)
                         with Horizontal(classes="oe-row"):
                             yield Label("keep first")
                             yield Input(str(self.served_prefix or 0), type="integer",
-                                        id="oe-prefix")
+                                        id="oe-prefix", compact=True)
                             yield Label("recorded chunk(s)")
-                            yield Button("Throw here", id="oe-throw")
+                            yield Button("Throw here", id="oe-throw", compact=True)
                         yield Label("Hang here", classes="oe-head")
                         with Horizontal(classes="oe-row"):
-                            yield Input(placeholder="readyFile (optional)", id="oe-ready")
-                            yield Button("Hang here", id="oe-hang")
+                            yield Input(placeholder="readyFile (optional)", id="oe-ready", compact=True)
+                            yield Button("Hang here", id="oe-hang", compact=True)
                         with Horizontal(classes="oe-row"):
-                            yield Button("Append call", id="oe-append")
-                            yield Button("Remove patch", id="oe-remove")
+                            yield Button("Append call", id="oe-append", compact=True)
+                            yield Button("Remove patch", id="oe-remove", compact=True)
                         yield Label("Entry JSON (a chunk list or a whole entry), checked as you "
                                     "type", classes="oe-head")
                         yield TextArea(id="oe-json", soft_wrap=False)
@@ -154,8 +162,9 @@ class OverrideEditorScreen(ModalScreen[bool]):
             yield Static(id="oe-status")
             with Horizontal(id="oe-actions"):
                 if not self.is_child:
-                    yield Button("Save (ctrl+s)", variant="primary", id="oe-save")
-                yield Button("Close (esc)", id="oe-close")
+                    yield Button("Save (ctrl+s)", variant="primary", id="oe-save", compact=True)
+                yield Button("Close (esc)", id="oe-close", compact=True)
+        yield Footer(compact=True)
 
     async def on_mount(self) -> None:
         if self.is_child:
@@ -378,6 +387,10 @@ class OverrideEditorScreen(ModalScreen[bool]):
             self._saving = False
         self.saved = saved
         self.dismiss(True)
+
+    async def action_help(self) -> None:
+        """Show the editor's keys."""
+        await self.app.run_action("help")
 
     def action_close(self) -> None:
         """Close; asks first when there are unsaved changes."""

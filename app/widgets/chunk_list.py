@@ -42,7 +42,15 @@ class ChunkList(LineList):
                 self.refresh_row(self.highlight)
                 self.scroll_to_row(self.highlight)
 
+    def detail(self, index: int) -> tuple[str, str | Text] | None:
+        if not self._chunks:
+            return None
+        return (f"Chunk {index} of {len(self._chunks)}",
+                json.dumps(self._chunks[index], indent=2, ensure_ascii=False))
+
     def row_text(self, index: int) -> Text:
+        if index >= len(self._chunks):
+            return Text("")
         line = self._cache.get(index)
         chunk = self._chunks[index]
         if line is None:
@@ -53,7 +61,9 @@ class ChunkList(LineList):
 
 
 class TextLines(LineList):
-    """Read-only lines of text (the raw JSON tab), rendered virtually."""
+    """Read-only lines of text (the raw JSON tab), rendered virtually; scrolls sideways."""
+
+    ellipsis = False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(show_cursor=False, id=id)
@@ -67,3 +77,6 @@ class TextLines(LineList):
 
     def row_text(self, index: int) -> Text:
         return Text(self._lines[index])
+
+    def detail(self, index: int) -> tuple[str, str | Text] | None:
+        return ("Raw entry JSON", "\n".join(self._lines)) if self._lines else None

@@ -1,51 +1,58 @@
-"""The event log: a tail view of the newest lines (line API; appending never re-lays out)."""
+"""The event log: the newest lines (a virtual list, so appending never re-lays out), following the
+tail until the user moves up; Enter opens a line whole."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from rich.segment import Segment
 from rich.text import Text
-from textual import events
-from textual.strip import Strip
-from textual.widget import Widget
+
+from .line_list import LineList
 
 
-class EventLog(Widget):
-    """Shows the last lines that fit; the mouse wheel scrolls back through ``max_lines``."""
+class EventLog(LineList):
+    """Keeps ``max_lines``; its selected row is marked only while it has focus."""
 
     DEFAULT_CSS = "EventLog { height: 1fr; }"
+    cursor_when_blurred = False
 
     def __init__(self, *, max_lines: int = 2000, id: str | None = None) -> None:
         super().__init__(id=id)
         self.entries: deque[Text] = deque(maxlen=max_lines)
-        self.back = 0
-        """How many lines the view is scrolled up from the newest."""
 
-    def write(self, line: str | Text) -> None:
-        """Append one line and repaint."""
+    @property
+    def following(self) -> bool:
+        """Whether new lines scroll into view (the cursor is on the newest line, or unfocused)."""
+        return not self.has_focus or self.cursor >= self.row_count - 1
+
+    def write(self, line: str | Text, *, replace: bool = False) -> None:
+        """Append one line (``replace``: overwrite the newest line instead) and repaint."""
         text = Text(line) if isinstance(line, str) else line
         text.no_wrap = True
         text.end = ""
-        self.entries.append(text)
-        if self.back:
-            self.back = min(self.back + 1, max(len(self.entries) - self.size.height, 0))
-        self.refresh()
+        follow = self.following
+        if replace and self.entries:
+            self.entries[-1] = text
+        else:
+            full = len(self.entries) == self.entries.maxlen
+            self.entries.append(text)
+            if full and not follow and self.cursor:
+                self.cursor -= 1  # the oldest line went: stay on the same line
+        self.set_rows(len(self.entries), width=max(self.size.width, 1))
+        if follow:
+            self.cursor = len(self.entries) - 1
+            self._to_newest()
 
-    def render_line(self, y: int) -> Strip:
-        height, width = self.size.height, self.size.width
-        base = self.rich_style
-        index = len(self.entries) - self.back - height + y
-        if not 0 <= index < len(self.entries):
-            return Strip.blank(width, base)
-        segments = list(self.entries[index].render(self.app.console))
-        return Strip(Segment.apply_style(segments, base)).crop_extend(0, width, base)
+    def _to_newest(self) -> None:
+        self.scroll_to(y=max(len(self.entries) - self.size.height, 0), animate=False, immediate=True)
 
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.back = min(self.back + 3, max(len(self.entries) - self.size.height, 0))
-        self.refresh()
+    def on_resize(self) -> None:
+        """Lines written before the first layout (or a resize) keep the newest in view."""
+        if self.following:
+            self._to_newest()
 
-    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        self.back = max(self.back - 3, 0)
-        self.refresh()
+    def row_text(self, index: int) -> Text:
+        return self.entries[index].copy()
 
+    def detail(self, index: int) -> tuple[str, str | Text]:
+        return f"Event log line {index + 1} of {len(self.entries)}", self.entries[index].copy()

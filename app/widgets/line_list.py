@@ -11,32 +11,40 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..headless.search import parse_query
+from ..keymap import LIST_KEYS, bindings
+
 CURSOR_STYLE = Style(bgcolor="#264f78")
 CURSOR_BLUR_STYLE = Style(bgcolor="#303030")
 HIGHLIGHT_STYLE = Style(bgcolor="#5f4b00")
+MATCH_STYLE = Style(underline=True, bold=True)
 
 
 class LineList(ScrollView, can_focus=True):
     """Rows come from ``row_text(index)``; subclasses say how many there are."""
 
-    BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "Top", show=False),
-        Binding("end", "jump(-1)", "Bottom", show=False),
-    ]
+    BINDINGS = bindings(LIST_KEYS)
+    ellipsis = True
+    """Rows wider than the list end in ``…`` (Enter shows them whole)."""
+    cursor_when_blurred = True
+    """Whether the selected row stays marked (dimmer) while another pane has focus."""
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
     """Index of the highlighted row."""
+
+    class DetailRequested(Message):
+        """Enter on a row: show it whole (``title``, ``text``)."""
+
+        def __init__(self, title: str, text: str | Text) -> None:
+            super().__init__()
+            self.title = title
+            self.text = text
 
     class Highlighted(Message):
         """The cursor moved to ``index``."""
@@ -60,6 +68,8 @@ class LineList(ScrollView, can_focus=True):
         self.highlight: int | None = None
         self._base: Style | None = None
         self._strips: dict[Hashable, Strip] = {}
+        self.search_text = ""
+        """The search text: matching rows are marked and next/previous jump between them."""
 
     @property
     def row_count(self) -> int:
@@ -80,6 +90,41 @@ class LineList(ScrollView, can_focus=True):
     def row_text(self, index: int) -> Text:
         """The text of one row (override)."""
         return Text(str(index))
+
+    def detail(self, index: int) -> tuple[str, str | Text] | None:
+        """A title and the whole text of a row for the detail view (None: nothing more to show)."""
+        return None
+
+    def is_match(self, index: int) -> bool:
+        """Whether row ``index`` matches :attr:`search_text` (override; default: its text contains it)."""
+        if not self.search_text:
+            return False
+        return parse_query(self.search_text).matches_text(self.row_text(index).plain)
+
+    def set_search(self, text: str) -> None:
+        """Mark rows matching ``text`` (empty: none)."""
+        if text != self.search_text:
+            self.search_text = text
+            self._strips.clear()
+            self.refresh()
+
+    def next_match(self, step: int) -> bool:
+        """Move the cursor to the next (1) or previous (-1) matching row, wrapping; False if none."""
+        count = self._count
+        if not self.search_text or not count:
+            return False
+        for n in range(1, count + 1):
+            index = (self.cursor + step * n) % count
+            if self.is_match(index):
+                self.move_to(index)
+                return True
+        return False
+
+    def action_open_detail(self) -> None:
+        if self._count:
+            found = self.detail(self.cursor)
+            if found is not None:
+                self.post_message(self.DetailRequested(*found))
 
     def row_key(self, index: int) -> Hashable | None:
         """What a row's look depends on besides its index (None: do not cache it)."""
@@ -104,17 +149,21 @@ class LineList(ScrollView, can_focus=True):
         cache_key = None
         if key is not None:
             cache_key = (index, key, selected and self.has_focus, selected, self.highlight == index,
-                         scroll_x, width)
+                         scroll_x, width, self.search_text)
             strip = self._strips.get(cache_key)
             if strip is not None:
                 return strip
         text = self.row_text(index)
         text.no_wrap = True
         text.end = ""
+        if self.ellipsis and not scroll_x and text.cell_len > width > 1:
+            text.truncate(width, overflow="ellipsis")
         row_style = None
+        if self.search_text and self.is_match(index):
+            text.stylize(MATCH_STYLE)
         if self.highlight == index:
             row_style = HIGHLIGHT_STYLE
-        if selected:
+        if selected and (self.has_focus or self.cursor_when_blurred):
             row_style = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
         if row_style is not None:
             text.pad_right(max(width + scroll_x - len(text), 0))

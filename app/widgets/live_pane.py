@@ -1,4 +1,4 @@
-"""The live pane: bound sessions (key, script, cursor, state) and the event log."""
+"""The live pane: bound sessions (key, cursor, state, script) and the event log."""
 
 from __future__ import annotations
 
@@ -15,19 +15,25 @@ from .line_list import LineList
 from .scripts_view import STATUS_STYLE
 
 LOG_LINES = 2000
-SESSION_ROWS = 8
+SESSION_ROWS = 6
 """At most this many rows of the session list show at once (it scrolls)."""
-KEY_WIDTH = 14
-SCRIPT_WIDTH = 28
+KEY_WIDTH = 12
+CURSOR_WIDTH = 7
+STATE_WIDTH = 22
 RUN_WIDTH = 10
 """The run column, shown once a session of another run than the followed one is bound."""
 
 
 class SessionList(LineList):
-    """One row per bound session (virtual: repainting it never re-lays out the screen)."""
+    """One row per bound session (virtual: repainting it never re-lays out the screen).
+
+    The columns most needed come first (key, cursor, state), the script last, so a narrow pane
+    cuts the least useful part; Enter shows a row whole (a hang's readyFile included)."""
+
+    cursor_when_blurred = False
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(show_cursor=False, id=id)
+        super().__init__(id=id)
         self.rows: list[tuple[BindingState, str]] = []
         self.with_run = False
 
@@ -36,29 +42,52 @@ class SessionList(LineList):
             return Text("no session bound yet", style="dim")
         run = f"{'run':<{RUN_WIDTH}} " if self.with_run else ""
         if index == 0:
-            return Text(f"{run}{'session':<{KEY_WIDTH}} {'script':<{SCRIPT_WIDTH}} {'cursor':>7}  "
-                        "state", style="bold")
+            return Text(f"{run}{'session':<{KEY_WIDTH}} {'cursor':>{CURSOR_WIDTH}}  "
+                        f"{'state':<{STATE_WIDTH}} script", style="bold")
         b, plain = self.rows[index - 1]
-        cut = len(run) + KEY_WIDTH + SCRIPT_WIDTH + 10
-        text = Text(plain[:cut])
-        text.append(plain[cut:], style=STATUS_STYLE[b.status])
+        start = len(run) + KEY_WIDTH + CURSOR_WIDTH + 3
+        text = Text(plain[:start])
+        text.append(plain[start:start + STATE_WIDTH], style=STATUS_STYLE[b.status])
+        text.append(plain[start + STATE_WIDTH:])
         return text
+
+    def detail(self, index: int) -> tuple[str, str | Text] | None:
+        if index == 0 or not self.rows:
+            return None
+        b, _ = self.rows[index - 1]
+        return f"Session {b.session if b.session is not None else '(anonymous)'}", session_detail(b)
+
+
+def session_detail(b: BindingState) -> str:
+    """Every fact of a bound session, one per line (nothing cut)."""
+    lines = [f"session    {b.session if b.session is not None else '(anonymous)'}",
+             f"script     [{b.script_index}]",
+             f"cursor     {b.cursor}/{b.length}",
+             f"state      {b.status}"]
+    if b.call_index is not None:
+        lines.append(f"call       #{b.call_index}, {b.chunks_served} chunk(s) served")
+    if b.ready_file:
+        lines.append(f"readyFile  {b.ready_file}")
+    if b.aborted:
+        lines.append("aborted    " + ", ".join(f"#{j}" for j in b.aborted))
+    return "\n".join(lines)
 
 
 def session_row(b: BindingState, names: list[str], run: str | None = None) -> str:
-    """One bound session as a fixed-width line (``run``: with the run column first)."""
+    """One bound session as a line: (run,) key, cursor, state (with the call), script, readyFile."""
     prefix = f"{run[:RUN_WIDTH]:<{RUN_WIDTH}} " if run is not None else ""
     key = b.session if b.session is not None else "(anonymous)"
+    if len(key) > KEY_WIDTH:
+        key = key[: KEY_WIDTH - 1] + "…"
     script = f"[{b.script_index}] {names[b.script_index] if b.script_index < len(names) else '?'}"
     status = b.status.upper() if b.status == "hanging" else b.status
     if b.call_index is not None:
-        status += f" #{b.call_index} ({b.chunks_served} chunk(s))"
-    if b.ready_file:
-        status += f" readyFile {b.ready_file}"
+        status += f" #{b.call_index} {b.chunks_served}ch"
     if b.aborted:
-        status += " aborted " + ", ".join(f"#{j}" for j in b.aborted)
-    return (f"{prefix}{key[:KEY_WIDTH]:<{KEY_WIDTH}} {script[:SCRIPT_WIDTH]:<{SCRIPT_WIDTH}} "
-            f"{f'{b.cursor}/{b.length}':>7}  {status}")
+        status += " aborted " + ",".join(f"#{j}" for j in b.aborted)
+    tail = f"  readyFile {b.ready_file}" if b.ready_file else ""
+    return (f"{prefix}{key:<{KEY_WIDTH}} {f'{b.cursor}/{b.length}':>{CURSOR_WIDTH}}  "
+            f"{status:<{STATE_WIDTH}} {script}{tail}")
 
 
 class LivePane(Vertical):
@@ -70,6 +99,7 @@ class LivePane(Vertical):
         """Plain text of the event log (what it shows, newest last)."""
         self.sessions: list[str] = []
         """Plain text of each bound-session row (what the list shows)."""
+        self._last_key: object = None
 
     def compose(self) -> ComposeResult:
         yield SessionList(id="sessions")
@@ -99,11 +129,22 @@ class LivePane(Vertical):
         else:
             view.refresh()
 
-    def log_event(self, line: str | Text) -> None:
-        """Append one line to the event log."""
+    def log_event(self, line: str | Text, *, key: object = None) -> None:
+        """Append one line to the event log; a line with the same ``key`` as the newest line
+        replaces it (a call stepped chunk by chunk keeps one line, not one per chunk)."""
+        replace = key is not None and key == self._last_key
+        self._last_key = key
         plain = line.plain if isinstance(line, Text) else line
-        self.lines.append(plain)
+        if replace and self.lines:
+            self.lines[-1] = plain
+        else:
+            self.lines.append(plain)
         if len(self.lines) > LOG_LINES:
             del self.lines[: len(self.lines) - LOG_LINES]
         for view in self.query(EventLog):  # none while the app shuts down
-            view.write(line)
+            view.write(line, replace=replace)
+
+    @property
+    def event_log(self) -> EventLog:
+        """The event log widget."""
+        return self.query_one(EventLog)

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections.abc import Hashable
 from typing import Any
 
 from rich.text import Text
 
-from replay_engine import BindingState, RunState, SessionScript, summarize_entry
+from replay_engine import BindingState, RunState, SessionScript, entry_to_json, summarize_entry
 
+from ..headless.search import CallFacts, Query, call_facts, call_matches, parse_query
 from ..messages import CallSelected
 from .line_list import LineList
 
+KEY_WIDTH = 5
+KIND_WIDTH = 6
+ORIGIN_WIDTH = 8
+FINISH_WIDTH = 16
 KIND_STYLE = {"chunks": "green", "throw": "bold red", "hang": "bold magenta"}
 ORIGIN_STYLE = {"derived": "dim", "patched": "yellow", "replaced": "cyan", "appended": "blue"}
 STATUS_STYLE = {"streaming": "bold green", "paused": "bold yellow", "hanging": "bold red",
                 "idle": "cyan"}
 
 
+def cell(text: str, width: int) -> str:
+    """``text`` in a column of ``width`` plus one space, cut with an ellipsis (never run together)."""
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"{text:<{width}} "
+
+
 class ScriptsView(LineList):
-    """Rows: a header per script, then its calls with kind, origin, finish and summary."""
+    """Rows: a header per script, then its calls with turn/step key, kind, origin, finish and
+    summary. A search filter hides the calls that do not match (and scripts with none)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -29,6 +43,12 @@ class ScriptsView(LineList):
         self._live: dict[int, BindingState] = {}
         self._breakpoints: frozenset[tuple[int, int]] = frozenset()
         self._summaries: dict[tuple[int, int], dict[str, Any]] = {}
+        self._facts: dict[tuple[int, int], CallFacts] = {}
+        self._filter = Query()
+        self._visible: list[int] | None = None
+        self._anchor: tuple[int, int | None] | None = None
+        """The call selected when the search started (restored once a filter shows it again)."""
+        """Full-list row of each shown row while a filter is on (None: every row shows)."""
 
     # -- data in -----------------------------------------------------------------------
 
@@ -37,15 +57,65 @@ class ScriptsView(LineList):
         selected = self.selected()
         self.scripts = scripts
         self._summaries.clear()
+        self._facts.clear()
         self._strips.clear()
         self._offsets = []
         total = 0
         for script in scripts:
             self._offsets.append(total)
             total += 1 + len(script.entries)
-        self.set_rows(total)
-        if selected is not None:
-            self.select(*selected)
+        self._total = total
+        self._apply_filter(selected)
+
+    # -- search filter -----------------------------------------------------------------
+
+    def set_filter(self, text: str) -> int:
+        """Show only the calls matching ``text`` (see :mod:`app.headless.search`); returns how
+        many calls match (all of them for an empty filter)."""
+        current = self.selected() if self.row_count else None
+        if current is not None and (current[1] is not None or self._anchor is None):
+            self._anchor = current  # typing may hide the selected call for a moment: keep it
+        self._filter = parse_query(text)
+        self.set_search(text if not self._filter.empty else "")
+        return self._apply_filter(self._anchor)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether a filter hides rows."""
+        return self._visible is not None
+
+    def _apply_filter(self, selected: tuple[int, int | None] | None) -> int:
+        query = self._filter
+        if query.empty:
+            self._visible = None
+            self.set_rows(self._total)
+            matched = self._total - len(self.scripts)
+        else:
+            rows: list[int] = []
+            matched = 0
+            for s, script in enumerate(self.scripts):
+                calls = [j for j in range(len(script.entries)) if call_matches(query, self.facts(s, j))]
+                if calls:
+                    rows.append(self._offsets[s])
+                    rows.extend(self._offsets[s] + 1 + j for j in calls)
+                    matched += len(calls)
+            self._visible = rows
+            self._strips.clear()
+            self.set_rows(len(rows))
+        if selected is not None and not self.select(*selected) and self.row_count:
+            self.move_to(self.cursor)
+        return matched
+
+    def facts(self, s: int, j: int) -> CallFacts:
+        """The (cached) searchable facts of a call."""
+        key = (s, j)
+        found = self._facts.get(key)
+        if found is None:
+            found = self._facts[key] = call_facts(self.scripts[s].entries[j])
+        return found
+
+    def is_match(self, index: int) -> bool:
+        return self._visible is not None and self.locate(index)[1] is not None
 
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
         """The run's bindings and the breakpoints; repaints only what is on screen."""
@@ -60,7 +130,9 @@ class ScriptsView(LineList):
     # -- selection ---------------------------------------------------------------------
 
     def locate(self, row: int) -> tuple[int, int | None]:
-        """(script index, call index or None for the header) of a row."""
+        """(script index, call index or None for the header) of a shown row."""
+        if self._visible is not None:
+            row = self._visible[row] if 0 <= row < len(self._visible) else 0
         s = bisect_right(self._offsets, row) - 1
         j = row - self._offsets[s] - 1
         return s, (j if j >= 0 else None)
@@ -70,10 +142,15 @@ class ScriptsView(LineList):
         if not 0 <= script_index < len(self.scripts):
             return None
         if call_index is None:
-            return self._offsets[script_index]
-        if not 0 <= call_index < len(self.scripts[script_index].entries):
+            full = self._offsets[script_index]
+        elif not 0 <= call_index < len(self.scripts[script_index].entries):
             return None
-        return self._offsets[script_index] + 1 + call_index
+        else:
+            full = self._offsets[script_index] + 1 + call_index
+        if self._visible is None:
+            return full
+        shown = bisect_right(self._visible, full) - 1
+        return shown if shown >= 0 and self._visible[shown] == full else None
 
     def selected(self) -> tuple[int, int | None] | None:
         """The selected (script, call), if any rows exist."""
@@ -84,9 +161,8 @@ class ScriptsView(LineList):
         row = self.row_of(script_index, call_index)
         if row is None:
             row = self.row_of(min(script_index, len(self.scripts) - 1), None)
-            if row is None:
-                return False
-            self.move_to(row)
+            if row is not None:
+                self.move_to(row)
             return False
         self.move_to(row)
         return True
@@ -132,22 +208,42 @@ class ScriptsView(LineList):
             text.append("✗", style="bold red")  # cancelled before its last chunk: not served
         else:
             text.append("✓" if served else " ", style="green")
-        text.append(f" #{j:<3}", style="bold")
-        text.append(f"{info['kind']:<7}", style=KIND_STYLE.get(info["kind"], ""))
-        text.append(f"{info['origin']:<9}", style=ORIGIN_STYLE.get(info["origin"], ""))
-        text.append(f"{(info['finish'] or '-'):<11}", style="italic")
+        text.append(f" #{j:<3} ", style="bold")
+        text.append(cell(info["callKey"] or "-", KEY_WIDTH), style="dim")
+        text.append(cell(info["kind"], KIND_WIDTH), style=KIND_STYLE.get(info["kind"], ""))
+        text.append(cell(info["origin"], ORIGIN_WIDTH), style=ORIGIN_STYLE.get(info["origin"], ""))
+        text.append(cell(info["finish"] or "-", FINISH_WIDTH), style="italic")
         text.append(info["summary"])
         return text
 
-    def _header_text(self, s: int, script: SessionScript, binding: BindingState | None) -> Text:
+    def detail(self, index: int) -> tuple[str, str | Text] | None:
+        s, j = self.locate(index)
+        script = self.scripts[s]
+        if j is None:
+            return f"Script [{s}]", self._header_text(s, script, self._live.get(s), full=True)
+        item = script.entries[j]
+        info = summarize_entry(item, width=1_000_000)
+        body = (f"call #{j} of [{s}] {script.recorded_id or '(no id)'}\n"
+                f"turn/step {item.call_key or '-'}  kind {info['kind']}  origin {info['origin']}  "
+                f"finish {info['finish'] or '-'}  {info['chunks']} chunk(s)\n\n{info['summary']}\n\n"
+                + json.dumps(entry_to_json(item.entry), indent=2, ensure_ascii=False))
+        return f"Call #{j} of [{s}]", body
+
+    def _header_text(self, s: int, script: SessionScript, binding: BindingState | None,
+                     *, full: bool = False) -> Text:
+        """The bound session first (what changes), then the call count, then recorded facts."""
         text = Text()
         role = "primary" if script.primary else "child"
         text.append(f"[{s}] {role} ", style="bold")
         text.append(script.recorded_id or "(no id)", style="bold cyan")
-        text.append(f"  createdAt {script.created_at:.0f}  seedLength {script.seed_length:g}"
-                    f"  {len(script.entries)} call(s)", style="dim")
         if binding is not None:
             key = binding.session if binding.session is not None else "(anonymous)"
-            text.append(f"  ← {key} {binding.cursor}/{binding.length} {binding.status}",
+            text.append(f" ← {key} {binding.cursor}/{binding.length} {binding.status}",
                         style=STATUS_STYLE[binding.status])
+        calls = len(script.entries)
+        text.append(f" · {calls} call{'s' if calls != 1 else ''}", style="dim")
+        text.append(f" · createdAt {script.created_at:.0f} · seedLength {script.seed_length:g}",
+                    style="dim")
+        if full and script.file:
+            text.append(f"\nfile {script.file}")
         return text

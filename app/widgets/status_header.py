@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widget import Widget
 
-from replay_engine import RunState
+from replay_engine import Pace, RunState
+
+
+def pace_label(pace: Pace) -> str:
+    """The pace in words: no delay, a fixed delay per chunk, or the recorded gaps at a speed."""
+    if pace.mode == "recorded":
+        fallback = f", {pace.ms}ms where none recorded" if pace.ms else ""
+        return f"recorded gaps x{pace.speed:g}{fallback}"
+    return f"{pace.ms}ms per chunk" if pace.ms else "no delay"
 
 
 class StatusHeader(Widget):
@@ -16,9 +24,26 @@ class StatusHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = Text()
+        self._scenario = ""
 
     def render(self) -> Text:
-        return self.text
+        """Each line fits the width: the scenario path loses its start first, then lines end in …."""
+        width = self.size.width
+        lines = list(self.text.split("\n", allow_blank=True))
+        if width < 2 or all(line.cell_len <= width for line in lines):
+            return self.text
+        first = lines[0]
+        start = first.plain.find(self._scenario) if self._scenario else -1
+        excess = first.cell_len - width
+        if excess > 0 and start >= 0 and excess + 1 < len(self._scenario):
+            lines[0] = Text.assemble(first[:start], "…", first[start + excess + 1:])
+        out = Text()
+        for i, line in enumerate(lines):
+            line.truncate(width, overflow="ellipsis")
+            out.append_text(line)
+            if i < len(lines) - 1:
+                out.append("\n")
+        return out
 
     def show(self, *, scenario: str, url: str, state: RunState, breakpoints: int,
              paused: int, untimed: Sequence[str] = (), loaded: bool = True, flight: str = "",
@@ -31,6 +56,7 @@ class StatusHeader(Widget):
         (``consumed ✓`` shows only when it is empty); ``runs`` are the runs the user can follow.
         """
         bound = len(state.bindings)
+        self._scenario = scenario
         text = Text()
         text.append("dsh-replay ", style="bold")
         text.append(scenario, style="bold cyan")
@@ -52,7 +78,7 @@ class StatusHeader(Widget):
             text.append("not consumed", style="yellow")
             if flight:
                 text.append(f" ({flight})", style="yellow")
-        text.append(f"  pace {state.pace.describe()}")
+        text.append(f"  pace {pace_label(state.pace)}")
         if state.pace.mode == "recorded" and untimed:
             text.append(f" — {', '.join(untimed)}: no recorded times, so no gaps", style="yellow")
         text.append("  mode ")

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from app.keymap import APP_KEYS, MAIN_KEYS
+
 TMUX = shutil.which("tmux")
 TUI = shutil.which("dsh-replay-tui")
 CLI = shutil.which("dsh-replay")
@@ -30,11 +32,12 @@ pytestmark = [
                               "(pip install -e '.[dev]')"),
 ]
 
+FOOTER_KEYS = [key for key in MAIN_KEYS + APP_KEYS if key.footer]
 URL_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
 class Terminal:
-    """One tmux server on a private socket, running one command in a 200x50 pane.
+    """One tmux server on a private socket, running one command in one pane.
 
     The server starts with ``remain-on-exit on`` from its config file, so the pane (and
     what the command printed) stays readable whenever the command ends, however early.
@@ -56,10 +59,10 @@ class Terminal:
             pytest.fail(f"tmux {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
         return done.stdout
 
-    def start(self, cwd: Path, *command: str) -> None:
-        """Run ``command`` in a new detached 200x50 session named e2e."""
-        self.tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", "e2e", "-c", str(cwd),
-                  *command)
+    def start(self, cwd: Path, *command: str, size: tuple[int, int] = (200, 50)) -> None:
+        """Run ``command`` in a new detached session named e2e (200x50 unless ``size``)."""
+        self.tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "-s", "e2e",
+                  "-c", str(cwd), *command)
 
     def screen(self, *, history: bool = False) -> str:
         """The visible screen (with ``history``, also the lines scrolled off the top)."""
@@ -126,10 +129,12 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
                        timeout=10, check=False)
 
 
-def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path, samples: Path) -> None:
+@pytest.mark.parametrize("size", [(200, 50), (80, 24)], ids=["200x50", "80x24"])
+def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path, samples: Path,
+                                              size: tuple[int, int]) -> None:
     assert TUI is not None and CLI is not None
     scenario = samples / "basic-chat"
-    terminal.start(tmp_path, TUI, str(scenario), "--port", "0", "--ready-dir", str(tmp_path))
+    terminal.start(tmp_path, TUI, str(scenario), "--port", "0", "--ready-dir", str(tmp_path), size=size)
 
     # Wait for the first full paint: the header's second line and the live log's serving line.
     screen = terminal.wait_for(
@@ -141,6 +146,18 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     url = match.group(0)
     header = screen.splitlines()[0]
     assert "basic-chat" in header and url in header
+    screen = terminal.wait_for("the footer", lambda s: "palette" in s.rstrip().splitlines()[-1])
+    footer = screen.rstrip().splitlines()[-1]
+    for key in FOOTER_KEYS:
+        assert key.label in footer and (key.display or key.keys) in footer, (key, footer)
+    assert "palette" in footer, footer
+
+    # The help screen lists every key of the main screen, by area; any key closes it.
+    terminal.tmux("send-keys", "-t", "e2e", "?")
+    help_screen = terminal.wait_for("the help screen", lambda s: "Keys (Esc closes)" in s)
+    assert "Move" in help_screen and "Stepping" in help_screen, help_screen
+    terminal.tmux("send-keys", "-t", "e2e", "Escape")
+    terminal.wait_for("the help screen to close", lambda s: "Keys (Esc closes)" not in s)
 
     demo = subprocess.run([CLI, "demo-agent", url, "--ready-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -155,11 +172,12 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     screen = terminal.wait_for("the header to say consumed",
                                lambda s: re.search(r"bound 1/1\s+consumed", s) is not None
                                and "call #1 finished" in s)
-    assert re.search(r"✓ #0\s+chunks", screen) and re.search(r"✓ #1\s+chunks", screen), screen
-    assert re.search(r"demo-0\s+\[0\] sample-basic-chat\s+2/2\s+idle", screen), screen
-    assert "bound demo-0 → script [0] sample-basic-chat" in screen
+    assert re.search(r"✓ #0\s+1/1\s+chunks", screen) and re.search(r"✓ #1\s+1/2\s+chunks", screen), screen
+    assert re.search(r"demo-0\s+2/2\s+idle\s+\[0\] sample-basic-chat", screen), screen
     assert "demo-0 call #1 finished (6 chunk(s) served)" in screen
-    assert "demo-0 call #0 finished (10 chunk(s) served)" in screen
+    if size[1] >= 50:
+        assert "bound demo-0 → script [0] sample-basic-chat" in screen
+        assert "demo-0 call #0 finished (10 chunk(s) served)" in screen
 
     terminal.tmux("send-keys", "-t", "e2e", "q")
     status = terminal.wait_for_status()

@@ -39,8 +39,8 @@ async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -
         await until(app, lambda: rows(app)[1].startswith("  ✓ #0"), "call 0 served")
         assert rows(app)[2].startswith(" ›  #1"), rows(app)
         assert "← agent-1 1/2 idle" in rows(app)[0]
-        assert app.live_pane.sessions[0].split() == ["agent-1", "[0]", "sample-basic-chat", "1/2",
-                                                     "idle"]
+        assert app.live_pane.sessions[0].split() == ["agent-1", "1/2", "idle", "[0]",
+                                                     "sample-basic-chat"]
         assert await stream_text(sdk) == ANSWER
         await until(app, lambda: "consumed ✓" in header(app), "consumed")
         assert rows(app)[2].startswith("  ✓ #1")
@@ -225,7 +225,7 @@ async def test_pace_keys_change_the_engine_pace() -> None:
         assert app.engine.pace.ms == 5
         await pilot.press("t")
         assert app.engine.pace.mode == "recorded"
-        await until(app, lambda: "pace recorded x1" in header(app))
+        await until(app, lambda: "pace recorded gaps x1" in header(app))
 
 
 async def test_demo_agent_drives_every_call() -> None:
@@ -271,5 +271,5 @@ async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Pa
     async with plain.run_test(size=(200, 40)) as pilot:
         await plain.ready.wait()
         await pilot.press("t")
-        await until(plain, lambda: "pace recorded x1" in header(plain))
+        await until(plain, lambda: "pace recorded gaps x1" in header(plain))
         assert "no recorded times" not in header(plain)

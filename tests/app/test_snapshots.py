@@ -1,7 +1,9 @@
-"""SVG snapshots of the debugger: the main screen, each call-pane tab and the reload-error banner.
+"""SVG snapshots of the debugger at 80x24 and 160x45: the main screen, help, palette, search, each
+call-pane tab, the override editor and the reload-error banner.
 
 Deterministic: relative scenario paths, a fixed URL label instead of the real port, no clock,
-no animation. Update with ``pytest tests/app/test_snapshots.py --snapshot-update``.
+no animation, no blinking cursor. Update with ``pytest tests/app/test_snapshots.py --snapshot-update``
+and look at the results (``docs/`` holds copies of the first screens for the README).
 """
 
 from __future__ import annotations
@@ -13,19 +15,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.command import CommandPalette
 from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
 
 from app.app import ReplayApp
+from app.screens.help import HelpScreen
+from app.screens.override_editor import OverrideEditorScreen
 from tests.app.apptools import FIXED_URL, client, make_app, until
 from tests.conftest import ROOT, SAMPLES
 
-SIZE = (150, 40)
+SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 QUESTION = "What files are in the workspace? Then say hello."
 Snap = Callable[..., bool]
+Step = Callable[[Pilot[Any]], Awaitable[None]]
+
+sized = pytest.mark.parametrize("size", list(SIZES))
 
 
 def basic_app() -> ReplayApp:
     return make_app(Path("sample_scenarios/basic-chat"), url_label=FIXED_URL)
+
+
+def still(pilot: Pilot[Any]) -> None:
+    """No blinking cursor in any input on screen."""
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    for area in pilot.app.screen.query(TextArea):
+        area.cursor_blink = False
 
 
 async def serve_first_call(pilot: Pilot[Any]) -> None:
@@ -44,9 +61,17 @@ async def serve_first_call(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-def on_tab(presses: int) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def then(*steps: Step) -> Step:
     async def run(pilot: Pilot[Any]) -> None:
-        await serve_first_call(pilot)
+        for step in steps:
+            await step(pilot)
+        still(pilot)
+        await pilot.pause()
+    return run
+
+
+def on_tab(presses: int) -> Step:
+    async def run(pilot: Pilot[Any]) -> None:
         for _ in range(presses):
             await pilot.press("right_square_bracket")
         app = pilot.app
@@ -57,11 +82,40 @@ def on_tab(presses: int) -> Callable[[Pilot[Any]], Awaitable[None]]:
     return run
 
 
+async def open_help(pilot: Pilot[Any]) -> None:
+    await pilot.press("question_mark")
+    assert isinstance(pilot.app.screen, HelpScreen)
+
+
+async def open_palette(pilot: Pilot[Any]) -> None:
+    await pilot.press("ctrl+p")
+    assert isinstance(pilot.app.screen, CommandPalette)
+    await pilot.press(*"pace")
+    palette = pilot.app.screen
+    for _ in range(50):  # results arrive from a worker; wait for them, bounded
+        await pilot.pause(0.05)
+        if palette.query("CommandList") and palette.query_one("CommandList").option_count >= 5:
+            break
+
+
+async def search(pilot: Pilot[Any]) -> None:
+    await pilot.press("slash", *"tool:bash", "enter")
+
+
+async def open_editor(pilot: Pilot[Any]) -> None:
+    await pilot.press("o")
+    editor = pilot.app.screen
+    assert isinstance(editor, OverrideEditorScreen)
+    await editor.ready.wait()
+    await pilot.pause()
+
+
 class TestMainScreen:
-    def test_main_screen_after_one_served_call(self, snap_compare: Snap,
+    @sized
+    def test_main_screen_after_one_served_call(self, size: str, snap_compare: Snap,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(ROOT)
-        assert snap_compare(basic_app(), terminal_size=SIZE, run_before=serve_first_call)
+        assert snap_compare(basic_app(), terminal_size=SIZES[size], run_before=then(serve_first_call))
 
     def test_main_screen_of_nested_subagents_before_any_call(self, snap_compare: Snap,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,18 +128,48 @@ class TestMainScreen:
             await pilot.pause()
 
         app = make_app(Path("sample_scenarios/nested-subagents"), url_label=FIXED_URL)
-        assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+        assert snap_compare(app, terminal_size=SIZES["160x45"], run_before=then(ready))
+
+
+class TestOverlays:
+    @sized
+    def test_help(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, open_help))
+
+    @sized
+    def test_palette(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, open_palette))
+
+    @sized
+    def test_search(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, search))
+
+    @sized
+    def test_editor(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, open_editor))
 
 
 class TestCallPaneTabs:
+    @sized
     @pytest.mark.parametrize("presses", [0, 1, 2, 3], ids=["output", "chunks", "request", "raw"])
-    def test_tab(self, presses: int, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_tab(self, presses: int, size: str, snap_compare: Snap,
+                 monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(ROOT)
-        assert snap_compare(basic_app(), terminal_size=SIZE, run_before=on_tab(presses))
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, on_tab(presses)))
 
 
 class TestReloadErrorBanner:
-    def test_broken_sidecar_banner(self, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch,
+    @sized
+    def test_broken_sidecar_banner(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch,
                                    tmp_path: Path) -> None:
         shutil.copytree(SAMPLES / "basic-chat", tmp_path / "basic-chat")
         monkeypatch.chdir(tmp_path)
@@ -102,4 +186,21 @@ class TestReloadErrorBanner:
             await pilot.pause()
 
         app = make_app(Path("basic-chat"), url_label=FIXED_URL)
-        assert snap_compare(app, terminal_size=SIZE, run_before=break_sidecar)
+        assert snap_compare(app, terminal_size=SIZES[size], run_before=then(break_sidecar))
+
+
+DOCS = {
+    "main-160x45.svg": "TestMainScreen.test_main_screen_after_one_served_call[160x45].svg",
+    "main-80x24.svg": "TestMainScreen.test_main_screen_after_one_served_call[80x24].svg",
+    "help-80x24.svg": "TestOverlays.test_help[80x24].svg",
+    "editor-160x45.svg": "TestOverlays.test_editor[160x45].svg",
+}
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_readme_screenshots_are_the_current_snapshots(name: str) -> None:
+    """The README shows the screens as they are: docs/*.svg are copies of the snapshots."""
+    snapshot = Path(__file__).parent / "__snapshots__" / "test_snapshots" / DOCS[name]
+    assert (ROOT / "docs" / name).read_bytes() == snapshot.read_bytes(), (
+        f"docs/{name} is stale: copy {snapshot.relative_to(ROOT)} over it")
+    assert f"(docs/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -223,7 +223,7 @@ async def test_every_run_is_listed_followed_on_request_and_judged(tmp_path: Path
         assert app.run_name == "default" and "consumed ✓" in header(app)
         # The palette offers every run.
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert "Next run" in titles and "Follow run t1" in titles
+        assert "Next run (r)" in titles and "Follow run t1" in titles
         [follow_t1] = [c for c in app.get_system_commands(app.screen) if c.title == "Follow run t1"]
         follow_t1.callback()
         await until(app, lambda: app.run_name == "t1", "the palette switch")

@@ -1,0 +1,245 @@
+"""Every key of the debugger in one declarative table: the bindings, the footer, the help screen,
+the command palette and the README's key map are all built from it, so they cannot drift.
+
+Run ``python -m app.keymap README.md`` to rewrite the README's key map from the table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.binding import Binding
+
+from replay_engine import atomic_write
+
+AREAS = ("Move", "Stepping", "Calls", "Pace", "Search", "Scenario", "App", "Override editor")
+"""Areas in the order the help screen and the README list them."""
+OTHER = "Other"
+"""The area of a binding the table does not describe."""
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One action: its keys (Textual key names), what it runs, and how it is shown."""
+
+    keys: str
+    """Comma-separated Textual key names; the first one is shown."""
+    action: str
+    label: str
+    """Short footer label: says what the key does."""
+    help: str
+    """One sentence for the help screen, the palette and the README."""
+    area: str
+    display: str | None = None
+    """How the key reads on screen (default: Textual's display of the first key)."""
+    footer: bool = False
+    """Shown in the footer (only what fits at 80 columns)."""
+    palette: bool = True
+    """Offered in the command palette."""
+    priority: bool = False
+    bound: bool = True
+    """False for keys Textual already binds (the palette's ctrl+p, Tab)."""
+
+    def binding(self) -> Binding:
+        """The Textual binding (its tooltip carries the help sentence)."""
+        return Binding(self.keys, self.action, self.label, show=self.footer, key_display=self.display,
+                       tooltip=self.help, priority=self.priority)
+
+
+LIST_KEYS: tuple[Key, ...] = (
+    Key("up", "cursor(-1)", "Up", "Move the selection up in the focused list.", "Move",
+        display="↑", palette=False),
+    Key("down", "cursor(1)", "Down", "Move the selection down in the focused list.", "Move",
+        display="↓", palette=False),
+    Key("pageup", "page(-1)", "Page up", "Move a page up.", "Move", display="PgUp", palette=False),
+    Key("pagedown", "page(1)", "Page down", "Move a page down.", "Move", display="PgDn", palette=False),
+    Key("home", "jump(0)", "Top", "Jump to the first row.", "Move", display="Home", palette=False),
+    Key("end", "jump(-1)", "Bottom", "Jump to the last row.", "Move", display="End", palette=False),
+    Key("tab", "focus_next", "Next pane", "Move focus to the next pane (its border lights up); keys "
+        "that act on a call use the one selected in the scripts, named in the call pane's title.",
+        "Move", display="Tab", palette=False, bound=False),
+    Key("shift+tab", "focus_previous", "Previous pane", "Move focus to the previous pane.", "Move",
+        display="Shift+Tab", palette=False, bound=False),
+    Key("enter", "open_detail", "Open", "Open the selected row whole (a log line, a chunk, a session, "
+        "a call) with copy to the clipboard.", "Move", display="Enter", palette=False),
+)
+"""Keys of every list (scripts, chunks, sessions, event log, raw JSON)."""
+
+MAIN_KEYS: tuple[Key, ...] = (
+    Key("1", "mode('run')", "Run", "Step mode run: calls stream without stopping.", "Stepping"),
+    Key("2", "mode('call')", "Break at calls", "Step mode: hold every call before its first chunk.",
+        "Stepping", footer=True),
+    Key("3", "mode('chunk')", "Break at chunks", "Step mode: hold every call before each chunk.",
+        "Stepping"),
+    Key("n", "step('chunk')", "Next chunk", "Release one chunk of the paused call.", "Stepping",
+        footer=True),
+    Key("e", "step('call')", "End call", "Release the paused call to its end.", "Stepping"),
+    Key("c", "resume", "Continue", "Continue: back to run mode, every paused call released.",
+        "Stepping", footer=True),
+    Key("p", "pause", "Pause", "Hold the selected session's streaming call before its next chunk.",
+        "Stepping"),
+    Key("b", "breakpoint", "Breakpoint", "Toggle a breakpoint on the selected call.", "Calls"),
+    Key("x", "cancel", "Cancel call", "Cancel the selected session's call in flight (a hang or a "
+        "paused stream): the agent gets ABORTED.", "Calls"),
+    Key("X", "cancel_hanging", "Cancel hangs", "Cancel every hanging call of every run.", "Calls"),
+    Key("right_square_bracket", "tab(1)", "Next tab", "Show the next call-pane tab.", "Calls",
+        display="]"),
+    Key("left_square_bracket", "tab(-1)", "Previous tab", "Show the previous call-pane tab.", "Calls",
+        display="["),
+    Key("plus,equals_sign", "pace(-1)", "Faster", "Fixed pace one step faster (0, 5, 20, 50, 100, "
+        "250, 1000 ms per chunk).", "Pace", display="+"),
+    Key("minus", "pace(1)", "Slower", "Fixed pace one step slower.", "Pace", display="-"),
+    Key("t", "pace_recorded", "Recorded pace", "Switch between the recorded gaps and a fixed pace.",
+        "Pace"),
+    Key("slash", "search", "Search", "Search: filter the scripts (text, tool:NAME, kind:KIND, "
+        "origin:ORIGIN) and mark matches in the chunks and the event log.", "Search",
+        display="/", footer=True),
+    Key("full_stop", "search_next", "Next match", "Go to the next match in the focused list.",
+        "Search", display="."),
+    Key("comma", "search_previous", "Previous match", "Go to the previous match in the focused list.",
+        "Search", display=","),
+    Key("R", "reset", "Reset run", "Reset the run: forget bindings and cursors (the agent starts "
+        "again).", "Scenario"),
+    Key("r", "next_run", "Next run", "Follow the next run that bound a session (the header names "
+        "the run followed; the palette can follow any run).", "Scenario"),
+    Key("a", "assert_consumed", "Assert", "Assert consumed: the verdict with every problem, and "
+        "what is in flight, paused or aborted.", "Scenario"),
+)
+"""Keys of the main screen."""
+
+SEARCH_BAR_KEYS: tuple[Key, ...] = (
+    Key("enter", "keep_search", "Keep", "In the search box: keep the filter and go back to the "
+        "scripts.", "Search", display="Enter", footer=True, palette=False, priority=True),
+    Key("escape", "clear_search", "Clear", "In the search box: clear the search and close it.",
+        "Search", display="Esc", footer=True, palette=False),
+)
+"""Keys of the search box (typing goes to the box)."""
+
+APP_KEYS: tuple[Key, ...] = (
+    Key("l", "reload", "Reload", "Reload the scenario from disk now.", "Scenario"),
+    Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server.",
+        "Scenario"),
+    Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
+        "decide the unfinished call of a scenario that does not load).", "Scenario"),
+    Key("question_mark", "help", "Help", "Show every key by area.", "App", display="?", footer=True),
+    Key("ctrl+p", "command_palette", "Palette", "Open the command palette: every action, the theme "
+        "and the pace, searchable.", "App", display="^p", palette=False, bound=False),
+    Key("q", "quit", "Quit", "Quit and print the assert-consumed verdict, one line per run (exit 0 "
+        "consumed, 3 not, 1 never loaded, 4 port busy).", "App", footer=True),
+)
+"""Keys of the app (they work on the main screen; the palette lists them too)."""
+
+EDITOR_KEYS: tuple[Key, ...] = (
+    Key("ctrl+s", "save", "Save", "Validate and save replay.override.json (never writes an invalid "
+        "document).", "Override editor", display="^s", footer=True),
+    Key("escape", "close", "Close", "Close the editor (asks first when there are unsaved changes).",
+        "Override editor", display="Esc", footer=True),
+    Key("f1", "help", "Help", "Show the editor's keys.", "Override editor", display="F1",
+        footer=True),
+    Key("tab", "focus_next", "Next field", "Move to the next field or button.", "Override editor",
+        display="Tab", palette=False, bound=False),
+)
+"""Keys of the override editor (its footer shows them; typing goes to the fields)."""
+
+TABLE: tuple[Key, ...] = LIST_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS + EDITOR_KEYS
+
+
+BindingList = list[Binding | tuple[str, str] | tuple[str, str, str]]
+"""The type Textual declares ``BINDINGS`` with."""
+
+
+def bindings(keys: Iterable[Key]) -> BindingList:
+    """Textual bindings for ``keys``."""
+    return [key.binding() for key in keys if key.bound]
+
+
+def describe(action: str) -> Key | None:
+    """The table's entry for an action (None for bindings the table does not describe)."""
+    for key in TABLE:
+        if key.action == action:
+            return key
+    return None
+
+
+def textual_builtin(node: object, binding: Binding) -> bool:
+    """Whether ``binding`` comes from one of Textual's own classes (scrolling, focus, copy): the
+    help lists those through the table, not one by one."""
+    for cls in type(node).__mro__:
+        if not cls.__module__.startswith("textual."):
+            continue
+        for declared in cls.__dict__.get("BINDINGS", ()):
+            if isinstance(declared, Binding) and declared.action == binding.action:
+                return True
+            if isinstance(declared, tuple) and len(declared) >= 2 and declared[1] == binding.action:
+                return True
+    return False
+
+
+def area_of(binding: Binding) -> str:
+    """Which help section a binding belongs to."""
+    key = describe(binding.action)
+    return key.area if key is not None else OTHER
+
+
+def key_display(binding: Binding, fallback: str) -> str:
+    """How a binding's key reads on screen."""
+    key = describe(binding.action)
+    if binding.key_display:
+        return binding.key_display
+    if key is not None and key.display:
+        return key.display
+    return fallback
+
+
+def grouped(items: Sequence[tuple[str, str, str]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(area, key, help) triples grouped by area in AREAS order, unknown areas last."""
+    order = {area: i for i, area in enumerate(AREAS)}
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for area, keys, text in items:
+        rows = sections.setdefault(area, [])
+        if (keys, text) not in rows:
+            rows.append((keys, text))
+    return sorted(sections.items(), key=lambda kv: order.get(kv[0], len(order)))
+
+
+def markdown() -> str:
+    """The README's key map: one table per area, from the table above."""
+    merged: dict[tuple[str, str], list[str]] = {}
+    for key in TABLE:
+        merged.setdefault((key.area, key.help), []).append(key.display or key.keys.split(",")[0])
+    items = [(area, " ".join(f"`{k}`" for k in keys), text) for (area, text), keys in merged.items()]
+    lines = ["| area | key | action |", "|---|---|---|"]
+    for area, rows in grouped(items):
+        for keys, text in rows:
+            lines.append(f"| {area} | {keys} | {text} |")
+    return "\n".join(lines)
+
+
+BEGIN = "<!-- keymap:begin (generated by python -m app.keymap README.md) -->"
+END = "<!-- keymap:end -->"
+
+
+def readme_with_keymap(text: str) -> str:
+    """``text`` with the block between BEGIN and END replaced by :func:`markdown`."""
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        raise ValueError(f"the README has no {BEGIN} … {END} block")
+    return f"{head}{BEGIN}\n{markdown()}\n{END}{tail}"
+
+
+def main(argv: Sequence[str]) -> int:
+    """Rewrite the key map of the README given as the only argument."""
+    if len(argv) != 1:
+        print("usage: python -m app.keymap README.md", file=sys.stderr)
+        return 2
+    path = Path(argv[0])
+    atomic_write(path, readme_with_keymap(path.read_text(encoding="utf-8")).encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,49 @@
-"""What a recorded call carries, block by block, for the Messages and Responses SDK tests."""
+"""What a recorded call carries, block by block, for the Messages and Responses SDK tests, and
+the real server those tests point their SDK clients at."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Generic, TypeVar
+
+from replay_engine import ReplayEngine, SessionScript
+from replay_engine.server import ReplayServer
+
+Client = TypeVar("Client")
+
+
+class Served(Generic[Client]):
+    """The replay server on a real engine, and one SDK client per run (closed at the end)."""
+
+    def __init__(self, url: str, engine: ReplayEngine,
+                 make: Callable[[str, str, int], Client]) -> None:
+        self.url = url
+        self.engine = engine
+        self._make = make
+        self.clients: dict[tuple[str, int], Client] = {}
+
+    def client(self, run: str, *, retries: int = 0) -> Client:
+        """The SDK client of ``run`` (``make(url, run, retries)`` builds it once)."""
+        key = (run, retries)
+        if key not in self.clients:
+            self.clients[key] = self._make(self.url, run, retries)
+        return self.clients[key]
+
+
+@contextlib.asynccontextmanager
+async def serving(scripts: list[SessionScript],
+                  make: Callable[[str, str, int], Client]) -> AsyncIterator[Served[Client]]:
+    """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
+    engine = ReplayEngine(scripts)
+    async with ReplayServer(engine) as server:
+        served = Served(server.url, engine, make)
+        try:
+            yield served
+        finally:
+            for api in served.clients.values():
+                await api.close()  # type: ignore[attr-defined]
 
 _KINDS = {"text", "reasoning", "tool-call"}
 _DELTAS = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}

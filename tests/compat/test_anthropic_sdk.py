@@ -17,9 +17,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from replay_engine import ChunksEntry, ReplayEngine, SessionScript, ThrowEntry, load_scenario
-from replay_engine.server import ReplayServer
-from tests.compat.recorded import SIGNED, json_object, recorded_blocks
+from replay_engine import ChunksEntry, SessionScript, ThrowEntry, load_scenario
+from tests.compat.recorded import SIGNED, Served, json_object, recorded_blocks
+from tests.compat.recorded import serving as serving_with
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import write_scenario
 
@@ -50,33 +50,15 @@ ERRORS: dict[str, tuple[int, str, type[anthropic.APIStatusError]]] = {
 }
 
 
-class Served:
-    """The replay server on a real engine, and one SDK client per run (closed at the end)."""
-
-    def __init__(self, url: str, engine: ReplayEngine) -> None:
-        self.url = url
-        self.engine = engine
-        self.clients: dict[tuple[str, int], anthropic.AsyncAnthropic] = {}
-
-    def client(self, run: str, *, retries: int = 0) -> anthropic.AsyncAnthropic:
-        key = (run, retries)
-        if key not in self.clients:
-            self.clients[key] = anthropic.AsyncAnthropic(
-                base_url=f"{self.url}/runs/{run}", api_key="replay", max_retries=retries)
-        return self.clients[key]
+def _client(url: str, run: str, retries: int) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=f"{url}/runs/{run}", api_key="replay", max_retries=retries)
 
 
 @contextlib.asynccontextmanager
-async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served]:
-    """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
-    engine = ReplayEngine(scripts)
-    async with ReplayServer(engine) as server:
-        served = Served(server.url, engine)
-        try:
-            yield served
-        finally:
-            for api in served.clients.values():
-                await api.close()
+async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served[anthropic.AsyncAnthropic]]:
+    """The replay server with one AsyncAnthropic client per run."""
+    async with serving_with(scripts, _client) as served:
+        yield served
 
 
 def _request(session: str) -> dict[str, Any]:
@@ -160,7 +142,7 @@ def check_error(exc: anthropic.APIStatusError, code: str, message: str, *, strea
     assert exc.body == {"type": "error", "error": {"type": kind, "message": message}, "code": code}
 
 
-async def check_call(served: Served, session: str, entry: Any, where: str) -> None:
+async def check_call(served: Served[anthropic.AsyncAnthropic], session: str, entry: Any, where: str) -> None:
     """One recorded call, streamed on run ``stream`` and not on run ``create``."""
     if isinstance(entry, ThrowEntry):
         assert not entry.chunks

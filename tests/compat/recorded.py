@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from replay_engine import ReplayEngine, SessionScript
+from replay_engine import ReplayEngine, Scenario, SessionScript, load_scenario
 from replay_engine.server import ReplayServer
+from tests.wire.wire_helpers import write_scenario
 
 Client = TypeVar("Client")
 
@@ -136,3 +138,25 @@ def json_object(arguments: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+PREFIX = [{"type": "block-start", "index": 0, "blockType": "text"},
+          {"type": "text-delta", "index": 0, "text": "Half "},
+          {"type": "text-delta", "index": 0, "text": "an answer"}]
+"""The streamed prefix of the throw entries the error tests author."""
+
+
+def scenario_scripts(tmp_path: Path, entries: list[dict[str, Any]]) -> list[SessionScript]:
+    """The scripts of a one-session scenario written from ``entries`` under ``tmp_path``."""
+    return load_scenario(write_scenario(tmp_path / "scenario", entries)).scripts
+
+
+async def check_every_call(served: Served[Client], scenario: Scenario, name: str,
+                           check_call: Callable[[Served[Client], str, Any, str], Awaitable[None]]) -> None:
+    """Check every recorded call of every session streamed and created, then that both runs
+    consumed the scenario."""
+    for i, script in enumerate(scenario.scripts):
+        for j, item in enumerate(script.entries):
+            await check_call(served, f"s{i}", item.entry, f"{name}[{i}] call {j}")
+    for run in ("stream", "create"):
+        assert served.engine.consumed_problems(run) == []

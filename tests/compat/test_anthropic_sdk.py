@@ -18,10 +18,17 @@ import anthropic
 import pytest
 
 from replay_engine import ChunksEntry, SessionScript, ThrowEntry, load_scenario
-from tests.compat.recorded import SIGNED, Served, json_object, recorded_blocks
+from tests.compat.recorded import (
+    PREFIX,
+    SIGNED,
+    Served,
+    check_every_call,
+    json_object,
+    recorded_blocks,
+    scenario_scripts,
+)
 from tests.compat.recorded import serving as serving_with
 from tests.conftest import conformance_dir
-from tests.wire.wire_helpers import write_scenario
 
 pytestmark = pytest.mark.anyio
 
@@ -191,21 +198,15 @@ async def test_sdk_assembles_every_recorded_call(name: str) -> None:
     assert CORPUS is not None
     scenario = load_scenario(CORPUS / "scenarios" / name)
     async with serving(scenario.scripts) as served:
-        for i, script in enumerate(scenario.scripts):
-            for j, item in enumerate(script.entries):
-                await check_call(served, f"s{i}", item.entry, f"{name}[{i}] call {j}")
-        for run in ("stream", "create"):
-            assert served.engine.consumed_problems(run) == []
+        await check_every_call(served, scenario, name, check_call)
 
 
-def _scenario(tmp_path: Path, entries: list[dict[str, Any]]) -> list[SessionScript]:
-    return load_scenario(write_scenario(tmp_path / "scenario", entries)).scripts
 
 
 
 
 async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> None:
-    scripts = _scenario(tmp_path, [SIGNED, SIGNED])
+    scripts = scenario_scripts(tmp_path, [SIGNED, SIGNED])
     async with serving(scripts) as served:
         message, partial = await stream_call(served.client("default"), "a")
         check_message(message, SIGNED["chunks"], partial, "stream")
@@ -216,9 +217,6 @@ async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> Non
         assert sdk_content(created) == sdk_content(message)
 
 
-PREFIX = [{"type": "block-start", "index": 0, "blockType": "text"},
-          {"type": "text-delta", "index": 0, "text": "Half "},
-          {"type": "text-delta", "index": 0, "text": "an answer"}]
 
 
 async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:
@@ -228,7 +226,7 @@ async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Pa
         {"kind": "hang"},
         {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
     ]
-    async with serving(_scenario(tmp_path, entries)) as served:
+    async with serving(scenario_scripts(tmp_path, entries)) as served:
         engine = served.engine
         api = served.client("default")
         async with api.messages.stream(**_request("a")) as stream:
@@ -270,7 +268,7 @@ async def test_from_request_searches_system_then_messages(tmp_path: Path) -> Non
         {"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}},
         {"type": "finish", "reason": {"kind": "stop"}},
     ]}
-    async with serving(_scenario(tmp_path, [entry, entry])) as served:
+    async with serving(scenario_scripts(tmp_path, [entry, entry])) as served:
         api = served.client("default")
         request = _request("a")
         request["system"] = "T-1 is closed"
@@ -301,7 +299,7 @@ async def test_scripted_auth_and_rate_limit_throws_raise_the_sdk_errors(tmp_path
         {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
         SIGNED,
     ]
-    async with serving(_scenario(tmp_path, entries)) as served:
+    async with serving(scenario_scripts(tmp_path, entries)) as served:
         api = served.client("default", retries=3)  # the SDK's own retries stay enabled
         with pytest.raises(anthropic.AuthenticationError) as auth:
             await api.messages.create(**_request("a"))

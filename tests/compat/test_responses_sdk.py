@@ -19,10 +19,9 @@ import openai
 import pytest
 
 from replay_engine import ChunksEntry, SessionScript, ThrowEntry, load_scenario
-from tests.compat.recorded import SIGNED, Served, recorded_blocks
+from tests.compat.recorded import PREFIX, SIGNED, Served, check_every_call, recorded_blocks, scenario_scripts
 from tests.compat.recorded import serving as serving_with
 from tests.conftest import conformance_dir
-from tests.wire.wire_helpers import write_scenario
 
 pytestmark = pytest.mark.anyio
 
@@ -191,20 +190,11 @@ async def test_sdk_assembles_every_recorded_call(name: str) -> None:
     assert CORPUS is not None
     scenario = load_scenario(CORPUS / "scenarios" / name)
     async with serving(scenario.scripts) as served:
-        for i, script in enumerate(scenario.scripts):
-            for j, item in enumerate(script.entries):
-                await check_call(served, f"s{i}", item.entry, f"{name}[{i}] call {j}")
-        for run in ("stream", "create"):
-            assert served.engine.consumed_problems(run) == []
+        await check_every_call(served, scenario, name, check_call)
 
 
-def _scenario(tmp_path: Path, entries: list[dict[str, Any]]) -> list[SessionScript]:
-    return load_scenario(write_scenario(tmp_path / "scenario", entries)).scripts
 
 
-PREFIX = [{"type": "block-start", "index": 0, "blockType": "text"},
-          {"type": "text-delta", "index": 0, "text": "Half "},
-          {"type": "text-delta", "index": 0, "text": "an answer"}]
 
 
 async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:
@@ -214,7 +204,7 @@ async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Pa
         {"kind": "hang"},
         {"kind": "throw", "chunks": [], "message": "slow down", "code": "RATE_LIMIT"},
     ]
-    async with serving(_scenario(tmp_path, entries)) as served:
+    async with serving(scenario_scripts(tmp_path, entries)) as served:
         api = served.client("default")
         events, final = await stream_call(api, "a")
         assert final is None
@@ -249,7 +239,7 @@ async def test_from_request_searches_instructions_then_input(tmp_path: Path) -> 
         {"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}},
         {"type": "finish", "reason": {"kind": "stop"}},
     ]}
-    async with serving(_scenario(tmp_path, [entry, entry])) as served:
+    async with serving(scenario_scripts(tmp_path, [entry, entry])) as served:
         api = served.client("default")
         request = _request("a")
         request["instructions"] = "T-1 is closed"
@@ -263,7 +253,7 @@ async def test_from_request_searches_instructions_then_input(tmp_path: Path) -> 
 
 
 async def test_sparse_indices_become_consecutive_output_items(tmp_path: Path) -> None:
-    async with serving(_scenario(tmp_path, [SIGNED, SIGNED])) as served:
+    async with serving(scenario_scripts(tmp_path, [SIGNED, SIGNED])) as served:
         events, final = await stream_call(served.client("default"), "a")
         check_stream(events, final, SIGNED["chunks"], "stream")
         assert [e.output_index for e in events if e.type == "response.output_item.added"] == [0, 1, 2]
@@ -299,7 +289,7 @@ async def test_an_agents_sdk_agent_runs_a_recorded_tool_loop(tmp_path: Path) -> 
         ran.append((a, b))
         return f"sum={a + b}"
 
-    async with serving(_scenario(tmp_path, calls)) as served:
+    async with serving(scenario_scripts(tmp_path, calls)) as served:
         # The agent names no model: it runs on the provider's default, a Responses model.
         provider = agents.OpenAIProvider(base_url=f"{served.url}/sessions/adder/v1", api_key="replay")
         agent = agents.Agent(name="adder", instructions="add", tools=[add])

@@ -201,10 +201,6 @@ async def test_sdk_assembles_every_recorded_call(name: str) -> None:
         await check_every_call(served, scenario, name, check_call)
 
 
-
-
-
-
 async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> None:
     scripts = scenario_scripts(tmp_path, [SIGNED, SIGNED])
     async with serving(scripts) as served:
@@ -215,8 +211,6 @@ async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> Non
         created = await served.client("default").messages.create(**_request("a"))
         check_message(created, SIGNED["chunks"], None, "create")
         assert sdk_content(created) == sdk_content(message)
-
-
 
 
 async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:

@@ -193,10 +193,6 @@ async def test_sdk_assembles_every_recorded_call(name: str) -> None:
         await check_every_call(served, scenario, name, check_call)
 
 
-
-
-
-
 async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:
     entries = [
         {"kind": "throw", "chunks": PREFIX, "message": "upstream broke", "code": "SERVER"},

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import ServerUnreachableError
-from ..testing.demo_agent import DIALECTS, run_demo_agent
+from ..testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 
 def _cmd_demo_agent(args: argparse.Namespace) -> int:
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
                    help="directory the server creates hang readyFiles in (default: cwd)")
     p.add_argument("--run", default=None, metavar="NAME",
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
-    p.add_argument("--dialect", choices=DIALECTS, default="openai",
+    p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",
                    help="the wire to drive: openai (chat completions), anthropic (Messages, the "
                         "anthropic SDK's messages.stream) or responses (the openai SDK's "
                         "responses.stream); default openai")

@@ -29,7 +29,7 @@ HANG_TIMEOUT_S = 10.0
 POLL_S = 0.02
 """Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
 
-DIALECTS = ("openai", "anthropic", "responses")
+DEMO_DIALECTS = ("openai", "anthropic", "responses")
 """The wires the demo agent can drive: chat completions, Anthropic Messages, OpenAI Responses."""
 
 FINISH_REASONS: dict[str, dict[str, str]] = {
@@ -149,9 +149,9 @@ class _Driver:
     def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
                  out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S,
                  dialect: str = "openai") -> None:
-        if dialect not in DIALECTS:
+        if dialect not in DEMO_DIALECTS:
             raise ConfigError(f"unknown demo-agent dialect {dialect!r}; "
-                             f"choose one of {', '.join(DIALECTS)}")
+                             f"choose one of {', '.join(DEMO_DIALECTS)}")
         self.dialect = dialect
         root = base_url.strip().rstrip("/")
         if root and "://" not in root:
@@ -607,7 +607,7 @@ async def run_demo_agent(base_url: str, *, delay_ms: int = 0, ready_dir: str | N
                          dialect: str = "openai") -> DemoResult:
     """Drive every call of every script served at ``base_url``; report each call through ``out``.
 
-    ``dialect`` (one of DIALECTS) picks the wire and SDK; ``hang_timeout`` bounds the wait for a
+    ``dialect`` (one of DEMO_DIALECTS) picks the wire and SDK; ``hang_timeout`` bounds the wait for a
     hang to be in place and for its cancelled stream to end. Raises ServerUnreachableError when
     the server cannot be reached, ConfigError for an unknown dialect.
     """

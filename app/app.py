@@ -33,6 +33,7 @@ from .editor_guard import EditorGuard
 from .headless.loading import UNFINISHED_CODE, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
+from .screens.dialect_choice import DemoDialect, DialectChoiceScreen
 from .screens.help import HelpScreen
 from .screens.main import PACE_STEPS_MS, MainScreen
 from .screens.override_confirm import ConfirmDiscardScreen
@@ -77,6 +78,8 @@ class ReplayApp(App[str]):
         """Set once a watch for a scenario directory that does not exist yet is in place."""
         self._stop_watch = anyio.Event()
         self._demo_running = False
+        self._demo_dialect: DemoDialect = "openai"
+        """The dialect the demo agent last ran on (the chooser starts there)."""
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -300,7 +303,7 @@ class ReplayApp(App[str]):
         self.run_worker(self.loader.load(), group="reload", exclusive=True)
 
     def action_demo(self) -> None:
-        """Run the bundled demo agent against the embedded server."""
+        """Ask which dialect, then run the bundled demo agent against the embedded server."""
         if self.url is None:
             self.notify("The server is not running.", severity="error")
             return
@@ -312,20 +315,27 @@ class ReplayApp(App[str]):
         except ImportError:
             self.notify("The demo agent is not available in this installation.", severity="error")
             return
-        self._demo_running = True
-        self.run_worker(self._demo(run_demo_agent), group="demo")
 
-    async def _demo(self, run_demo_agent: DemoAgent) -> None:
+        def chosen(dialect: DemoDialect | None) -> None:
+            if dialect is None or self._demo_running:
+                return
+            self._demo_dialect = dialect
+            self._demo_running = True
+            self.run_worker(self._demo(run_demo_agent, dialect), group="demo")
+
+        self.push_screen(DialectChoiceScreen(self._demo_dialect), chosen)
+
+    async def _demo(self, run_demo_agent: DemoAgent, dialect: DemoDialect) -> None:
         log = self.main.log_in_order
-        log(f"demo agent started against {self.url_label}")
+        log(f"demo agent ({dialect}) started against {self.url_label}")
         try:
             result = await run_demo_agent(self.url, ready_dir=str(self.engine.ready_dir),
-                                          out=lambda line: log("demo: " + line))
+                                          out=lambda line: log("demo: " + line), dialect=dialect)
         except ReplayError as exc:
             log(f"demo agent failed [{exc.code}]: {exc.message}")
         else:
             consumed = getattr(result, "consumed", None)
-            log(f"demo agent done (consumed: {consumed})")
+            log(f"demo agent ({dialect}) done (consumed: {consumed})")
         finally:
             self._demo_running = False
 

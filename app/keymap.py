@@ -120,8 +120,9 @@ SEARCH_BAR_KEYS: tuple[Key, ...] = (
 
 APP_KEYS: tuple[Key, ...] = (
     Key("l", "reload", "Reload", "Reload the scenario from disk now.", "Scenario"),
-    Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server.",
-        "Scenario"),
+    Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server; it "
+        "asks which wire to speak (openai chat completions, anthropic Messages or OpenAI "
+        "Responses), each through its official SDK.", "Scenario"),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario"),
     Key("question_mark", "help", "Help", "Show every key by area.", "App", display="?", footer=True),

@@ -108,7 +108,7 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
-    from .testing.demo_agent import run_demo_agent
+    from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 _LAZY: dict[str, str] = {
     "EntryComparison": "authoring.draft",
@@ -198,6 +198,7 @@ _LAZY: dict[str, str] = {
     "ReplayServer": "server",
     "is_loopback": "server",
     "run_demo_agent": "testing.demo_agent",
+    "DEMO_DIALECTS": "testing.demo_agent",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
 }
@@ -306,6 +307,7 @@ __all__ = [
     "recorded_context",
     "resolve_scripted_entry",
     "run_demo_agent",
+    "DEMO_DIALECTS",
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",

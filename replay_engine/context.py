@@ -7,7 +7,7 @@ request's new messages with these, so a diverging agent shows where it left the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -101,7 +101,18 @@ def recorded_context(script: SessionScript, call_index: int) -> list[ContextItem
 
 
 def live_new_messages(messages: Any) -> list[ContextItem]:
-    """The messages of a live request after its last assistant message (what is new)."""
+    """The messages of a live request after its last assistant turn (what is new).
+
+    ``messages`` is what the engine journals for the call: a chat-completions ``messages``
+    list, a Messages request's ``{"system", "messages"}`` or a Responses request's
+    ``{"instructions", "input"}``; each maps onto the same user and tool messages.
+    """
+    if isinstance(messages, dict):
+        if "input" in messages or "instructions" in messages:
+            return _responses_new_items(messages.get("input"))
+        if "messages" in messages:
+            return _anthropic_new_messages(messages.get("messages"))
+        return []
     if not isinstance(messages, list):
         return []
     start = 0
@@ -113,6 +124,72 @@ def live_new_messages(messages: Any) -> list[ContextItem]:
         if not isinstance(message, dict) or message.get("role") == "system":
             continue
         out.append(ContextItem(str(message.get("role", "?")), content_text(message.get("content"))))
+    return out
+
+
+def _after_last(items: list[Any], is_model_turn: Callable[[Any], bool]) -> list[Any]:
+    """The items after the last one the model produced."""
+    start = 0
+    for i, item in enumerate(items):
+        if is_model_turn(item):
+            start = i + 1
+    return items[start:]
+
+
+def _anthropic_new_messages(messages: Any) -> list[ContextItem]:
+    """Messages API: the user messages' text and their ``tool_result`` blocks, in order."""
+    if not isinstance(messages, list):
+        return []
+    out: list[ContextItem] = []
+    for message in _after_last(messages, lambda m: isinstance(m, dict)
+                               and m.get("role") == "assistant"):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            out.append(ContextItem("user", content_text(content)))
+            continue
+        texts: list[str] = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_result":
+                if texts:
+                    out.append(ContextItem("user", "\n".join(texts)))
+                    texts = []
+                out.append(ContextItem("tool", content_text(block.get("content"))))
+            elif isinstance(block, str):
+                texts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+        if texts:
+            out.append(ContextItem("user", "\n".join(texts)))
+    return out
+
+
+_RESPONSES_MODEL_ITEMS = {"function_call", "reasoning", "custom_tool_call"}
+"""Responses input items the model produced (an assistant message too): what ends a turn."""
+
+
+def _responses_new_items(items: Any) -> list[ContextItem]:
+    """Responses API: ``input`` messages of role user and ``function_call_output`` items."""
+    if isinstance(items, str):
+        return [ContextItem("user", items)]
+    if not isinstance(items, list):
+        return []
+
+    def model_turn(item: Any) -> bool:
+        return isinstance(item, dict) and (item.get("type") in _RESPONSES_MODEL_ITEMS
+                                           or item.get("role") == "assistant")
+
+    out: list[ContextItem] = []
+    for item in _after_last(items, model_turn):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") == "user":
+            out.append(ContextItem("user", content_text(item.get("content"))))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            out.append(ContextItem("tool", content_text(item.get("output"))))
     return out
 
 

@@ -38,7 +38,9 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
         return Text(f"bound {_who(event.session)} → script {script(event.script_index)}", style="cyan")
     if isinstance(event, ev.CallStarted):
         retry = " — SDK retry" if event.retry else ""
-        return Text(f"{_who(event.session)} call #{event.call_index} started ({event.kind}){retry}",
+        wire = f", {event.dialect}" if event.dialect else ""
+        return Text(f"{_who(event.session)} call #{event.call_index} started ({event.kind}{wire})"
+                    f"{retry}",
                     style="yellow" if event.retry else "")
     if isinstance(event, ev.CallPaused):
         return Text(f"{_who(event.session)} call #{event.call_index} paused before chunk "

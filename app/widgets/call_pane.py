@@ -169,7 +169,8 @@ class CallPane(Widget):
             head.append("\nnot requested yet in this run", style="italic")
         else:
             live = live_new_messages(record.messages)
-            head.append(f"\nlive request: call id {record.call_id}, session "
+            wire = f" over {record.dialect}" if record.dialect else ""
+            head.append(f"\nlive request{wire}: call id {record.call_id}, session "
                         f"{record.session if record.session is not None else '(anonymous)'}, "
                         f"model {record.model or '-'}, {record.outcome}, "
                         f"{record.chunks_served} chunk(s) served")

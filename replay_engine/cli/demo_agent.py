@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import ServerUnreachableError
-from ..testing.demo_agent import run_demo_agent
+from ..testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 
 def _cmd_demo_agent(args: argparse.Namespace) -> int:
@@ -21,7 +21,8 @@ def _cmd_demo_agent(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(run_demo_agent(args.url, delay_ms=args.delay_ms,
-                                            ready_dir=args.ready_dir, run=args.run, out=out))
+                                            ready_dir=args.ready_dir, run=args.run, out=out,
+                                            dialect=args.dialect))
     except ServerUnreachableError as exc:
         print(f"dsh-replay demo-agent: {exc.message}", file=sys.stderr)
         return 1
@@ -32,9 +33,10 @@ def register(subparsers: Any) -> None:
     """Add ``dsh-replay demo-agent URL``."""
     p = subparsers.add_parser(
         "demo-agent",
-        help="drive every recorded call of a running replay server with a small openai-SDK client",
+        help="drive every recorded call of a running replay server with a small official-SDK client",
         description="Play every session script of a running replay server, one session after "
-                    "another, cancelling hang calls once they are in place. Exits 0 when the run "
+                    "another through the official SDK of one dialect (--dialect), cancelling hang "
+                    "calls once they are in place. Exits 0 when the run "
                     "ends consumed, 3 when it does not, 1 when the server cannot be reached.",
     )
     p.add_argument("url", help="server URL, e.g. http://127.0.0.1:8765")
@@ -44,4 +46,8 @@ def register(subparsers: Any) -> None:
                    help="directory the server creates hang readyFiles in (default: cwd)")
     p.add_argument("--run", default=None, metavar="NAME",
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
+    p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",
+                   help="the wire to drive: openai (chat completions), anthropic (Messages, the "
+                        "anthropic SDK's messages.stream) or responses (the openai SDK's "
+                        "responses.stream); default openai")
     p.set_defaults(handler=_cmd_demo_agent)

@@ -36,7 +36,7 @@ SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
     ),
     "demo-agent": (
         "replay_engine.cli.demo_agent",
-        "drive every recorded call of a running replay server with a small openai-SDK client",
+        "drive every recorded call of a running replay server with a small official-SDK client",
     ),
 }
 """Each subcommand's module (it has ``register(subparsers)``, which sets ``handler`` with

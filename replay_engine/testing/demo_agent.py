@@ -1,15 +1,17 @@
 """A small demo agent that drives every recorded call of a running replay server.
 
 It reads ``GET /replay/v1/scripts`` and plays each session one after another
-(primary first, since binding follows first-call order) through the official
-``openai`` SDK, so a newcomer can watch cursors move without an agent of their
-own. Hang calls are cancelled through the control API once they are in place;
-throw calls are expected to fail with their scripted code.
+(primary first, since binding follows first-call order) through the official SDK
+of one dialect (openai chat completions, the anthropic SDK's Messages stream, or
+the openai SDK's Responses stream), so a newcomer can watch cursors move without
+an agent of their own. Hang calls are cancelled through the control API once they
+are in place; throw calls are expected to fail with their scripted code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable
@@ -19,7 +21,7 @@ from typing import Any, cast
 
 import httpx
 
-from ..errors import ABORTED, BINDING_CODES, ServerUnreachableError
+from ..errors import ABORTED, BINDING_CODES, ConfigError, ServerUnreachableError
 
 HANG_TIMEOUT_S = 10.0
 """How long to wait for a hang call to be in place, and for its stream to end once cancelled."""
@@ -27,8 +29,17 @@ HANG_TIMEOUT_S = 10.0
 POLL_S = 0.02
 """Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
 
-FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
-"""Recorded finish kinds and the OpenAI ``finish_reason`` the server maps them to (SPEC 8.1)."""
+DEMO_DIALECTS = ("openai", "anthropic", "responses")
+"""The wires the demo agent can drive: chat completions, Anthropic Messages, OpenAI Responses."""
+
+FINISH_REASONS: dict[str, dict[str, str]] = {
+    "openai": {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"},
+    "anthropic": {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"},
+    "responses": {"stop": "completed", "tool-calls": "completed",
+                  "max-tokens": "incomplete (max_output_tokens)"},
+}
+"""Per dialect, recorded finish kinds and what the SDK reports for them (SPEC 8.1, 8.4, 8.5):
+``finish_reason``, ``stop_reason``, or the final response's status."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,16 +112,30 @@ def _expected_text(chunks: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _expected_finish(chunks: list[dict[str, Any]]) -> str | None:
-    """The ``finish_reason`` a recorded call should end with, when it is known."""
+def _expected_finish(chunks: list[dict[str, Any]], dialect: str = "openai") -> str | None:
+    """How a recorded call should end on ``dialect``'s wire, when it is known.
+
+    An error finish is a lower-case ``finish_reason`` on chat completions; the other dialects
+    end the stream with an error instead, written ``error CODE``.
+    """
     for chunk in reversed(chunks):
         if chunk.get("type") == "finish":
             reason = chunk.get("reason")
             kind = reason.get("kind") if isinstance(reason, dict) else None
-            if kind == "error" and isinstance(reason, dict) and isinstance(reason.get("code"), str):
-                return str(reason["code"]).lower()
-            return FINISH_REASONS.get(str(kind))
+            if kind == "error" and isinstance(reason, dict):
+                code = _error_finish_code(reason)
+                return code.lower() if dialect == "openai" else f"error {code}"
+            return FINISH_REASONS[dialect].get(str(kind))
     return None
+
+
+def _error_finish_code(reason: dict[str, Any]) -> str:
+    """The failure code of a recorded error finish, as the wires read it (failure first)."""
+    failure = reason.get("failure")
+    for holder in (failure, reason):
+        if isinstance(holder, dict) and isinstance(holder.get("code"), str) and holder["code"]:
+            return str(holder["code"])
+    return "ERROR"
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -122,7 +147,12 @@ class _Driver:
     """Drives the scripts of one server run; holds the clients and the result."""
 
     def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
-                 out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S) -> None:
+                 out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S,
+                 dialect: str = "openai") -> None:
+        if dialect not in DEMO_DIALECTS:
+            raise ConfigError(f"unknown demo-agent dialect {dialect!r}; "
+                             f"choose one of {', '.join(DEMO_DIALECTS)}")
+        self.dialect = dialect
         root = base_url.strip().rstrip("/")
         if root and "://" not in root:
             root = "http://" + root  # "127.0.0.1:8765" as printed by some tools
@@ -140,10 +170,18 @@ class _Driver:
 
         self.client = openai.AsyncOpenAI(api_key="replay", base_url=f"{self.prefix}/v1",
                                          max_retries=0, timeout=60.0)
+        self.anthropic: Any = None
+        if dialect == "anthropic":
+            import anthropic
+
+            self.anthropic = anthropic.AsyncAnthropic(api_key="replay", base_url=self.prefix,
+                                                      max_retries=0, timeout=60.0)
         self.model = "replay-demo"
 
     async def close(self) -> None:
         await self.client.close()
+        if self.anthropic is not None:
+            await self.anthropic.close()
         await self.http.aclose()
 
     async def _get(self, route: str) -> Any:
@@ -238,24 +276,27 @@ class _Driver:
             ok, outcome, got = await self._drive_hang(session, entry, list(messages))
             return done(ok, outcome)
         got = await self._stream(session, list(messages))
+        chunks = entry.get("chunks", []) if isinstance(entry, dict) else []
+        finish = _expected_finish(chunks, self.dialect) if isinstance(chunks, list) else None
         if kind == "throw":
             code = str(entry.get("code"))
             if got.error_code == code:
                 how = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
                 return done(True, f"threw {code} as scripted ({how})")
             return done(False, f"expected the scripted error {code}, got {_describe(got)}")
+        if got.error_code is not None and finish == f"error {got.error_code}":
+            return done(True, f"ended with the recorded error finish {got.error_code} "
+                              f"after {got.events} SSE event(s)")
         if got.error_code is not None:
             return done(False, _describe(got))
-        chunks = entry.get("chunks", []) if isinstance(entry, dict) else []
         problems: list[str] = []
         raw = str(entry)
         if "{{fromRequest:" not in raw:
             expected = _expected_text(chunks)
             if got.text != expected:
                 problems.append(f"text {_short(got.text)!r} differs from recorded {_short(expected)!r}")
-        finish = _expected_finish(chunks)
         if finish is not None and got.finish != finish:
-            problems.append(f"finish_reason {got.finish} but recorded {finish}")
+            problems.append(f"{FINISH_NAMES[self.dialect]} {got.finish} but recorded {finish}")
         self._extend(messages, got)
         summary = _describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)
         if problems:
@@ -322,6 +363,101 @@ class _Driver:
         return False, None
 
     async def _stream(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        """One streamed call on the agent's dialect; ``messages`` is the chat-completions history."""
+        if self.dialect == "anthropic":
+            return await self._stream_messages(session, messages)
+        if self.dialect == "responses":
+            return await self._stream_responses(session, messages)
+        return await self._stream_chat(session, messages)
+
+    async def _stream_messages(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        """``messages.stream(...)`` of the anthropic SDK; its final message is what counts."""
+        import anthropic
+
+        got = _Streamed()
+        try:
+            async with self.anthropic.messages.stream(
+                model=self.model, max_tokens=1024, messages=messages_request(messages),
+                extra_headers={"X-Session-Id": session},
+            ) as stream:
+                async for _event in stream:
+                    got.events += 1
+                message = await stream.get_final_message()
+        except anthropic.APIConnectionError as exc:
+            raise _unreachable(self.server, exc) from None
+        except anthropic.APIStatusError as exc:
+            body = exc.body if isinstance(exc.body, dict) else {}
+            error = body.get("error")
+            error = error if isinstance(error, dict) else {}
+            if exc.status_code >= 400:
+                got.status = exc.status_code
+            code = body.get("code")
+            got.error_code = str(code) if isinstance(code, str) and code else f"HTTP_{exc.status_code}"
+            got.error_message = str(error.get("message") or exc.message)
+            return got
+        for k, block in enumerate(message.content):
+            if block.type == "text":
+                got.text += block.text
+            elif block.type == "thinking":
+                got.reasoning += block.thinking
+            elif block.type == "tool_use":
+                got.tools[k] = {"id": block.id, "name": block.name,
+                                "arguments": json.dumps(block.input, separators=(",", ":"))}
+        got.finish = message.stop_reason
+        return got
+
+    async def _stream_responses(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        """``responses.stream(...)`` of the openai SDK; the terminal event's response counts."""
+        import openai
+
+        got = _Streamed()
+        final: Any = None
+        try:
+            async with self.client.responses.stream(
+                model=self.model, input=cast(Any, responses_input(messages)),
+                extra_headers={"X-Session-Id": session},
+            ) as stream:
+                async for event in stream:
+                    got.events += 1
+                    if event.type == "error":
+                        got.error_code = event.code or "ERROR"
+                        got.error_message = event.message
+                    elif event.type in ("response.completed", "response.incomplete",
+                                        "response.failed"):
+                        final = event.response
+        except openai.APIConnectionError as exc:
+            raise _unreachable(self.server, exc) from None
+        except openai.APIStatusError as exc:
+            got.status = exc.status_code
+            got.error_code = exc.code or f"HTTP_{exc.status_code}"
+            body = exc.body if isinstance(exc.body, dict) else {}
+            got.error_message = str(body.get("message") or exc.message)
+            return got
+        except openai.APIError as exc:
+            got.error_code = exc.code or "ERROR"
+            got.error_message = exc.message
+            return got
+        if got.error_code is not None or final is None:
+            if got.error_code is None:
+                got.error_code, got.error_message = "ERROR", "the stream ended without a response"
+            return got
+        if final.status == "failed" and final.error is not None:
+            got.error_code, got.error_message = final.error.code or "ERROR", final.error.message
+            return got
+        for k, item in enumerate(final.output):
+            if item.type == "message":
+                got.text += "".join(part.text for part in item.content if part.type == "output_text")
+            elif item.type == "reasoning":
+                got.reasoning += "".join(part.text for part in item.content or [])
+            elif item.type == "function_call":
+                got.tools[k] = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
+        got.finish = str(final.status)
+        if final.status == "incomplete" and final.incomplete_details is not None:
+            got.finish += f" ({final.incomplete_details.reason})"
+        return got
+
+    async def _stream_chat(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
+        """``chat.completions.create(stream=True)`` of the openai SDK, deltas folded by hand."""
         import openai
 
         got = _Streamed()
@@ -380,6 +516,67 @@ class _Driver:
             messages.append({"role": "user", "content": "Go on."})
 
 
+FINISH_NAMES = {"openai": "finish_reason", "anthropic": "stop_reason", "responses": "status"}
+"""What each dialect calls the way a call ended."""
+
+
+def _tool_input(arguments: str) -> Any:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def messages_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chat-completions history as Messages API ``messages``: assistant text and tool_use
+    blocks; tool results as ``tool_result`` blocks of one user message."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.get("content"):
+                blocks.append({"type": "text", "text": message["content"]})
+            for call in message.get("tool_calls") or []:
+                blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                               "input": _tool_input(call["function"]["arguments"])})
+            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
+        elif role == "tool":
+            block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
+                     "content": str(message.get("content") or "")}
+            last = out[-1] if out else None
+            if (last is not None and last["role"] == "user" and isinstance(last["content"], list)
+                    and all(b.get("type") == "tool_result" for b in last["content"])):
+                last["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        else:
+            out.append({"role": "user", "content": str(message.get("content") or "")})
+    return out
+
+
+def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chat-completions history as Responses ``input`` items: messages, ``function_call``
+    items and ``function_call_output`` items."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            if message.get("content"):
+                out.append({"type": "message", "role": "assistant", "content": message["content"]})
+            for call in message.get("tool_calls") or []:
+                out.append({"type": "function_call", "call_id": call["id"],
+                            "name": call["function"]["name"],
+                            "arguments": call["function"]["arguments"]})
+        elif role == "tool":
+            out.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
+                        "output": str(message.get("content") or "")})
+        else:
+            out.append({"type": "message", "role": "user", "content": str(message.get("content") or "")})
+    return out
+
+
 def _describe(got: _Streamed, recorded: int | None = None) -> str:
     """What the client got; ``recorded``: the call's recorded chunk count (the debugger's
     "chunks"), given once the whole call was served."""
@@ -406,14 +603,17 @@ def _unreachable(server: str, exc: BaseException) -> ServerUnreachableError:
 
 async def run_demo_agent(base_url: str, *, delay_ms: int = 0, ready_dir: str | None = None,
                          run: str | None = None, out: Callable[[str], None] | None = None,
-                         hang_timeout: float = HANG_TIMEOUT_S) -> DemoResult:
+                         hang_timeout: float = HANG_TIMEOUT_S,
+                         dialect: str = "openai") -> DemoResult:
     """Drive every call of every script served at ``base_url``; report each call through ``out``.
 
-    ``hang_timeout`` bounds the wait for a hang to be in place and for its cancelled stream
-    to end. Raises ServerUnreachableError when the server cannot be reached.
+    ``dialect`` (one of DEMO_DIALECTS) picks the wire and SDK; ``hang_timeout`` bounds the wait for a
+    hang to be in place and for its cancelled stream to end. Raises ServerUnreachableError when
+    the server cannot be reached, ConfigError for an unknown dialect.
     """
     driver = _Driver(base_url, delay_ms=delay_ms, ready_dir=ready_dir, run=run,
-                     out=out if out is not None else print, hang_timeout=hang_timeout)
+                     out=out if out is not None else print, hang_timeout=hang_timeout,
+                     dialect=dialect)
     try:
         return await driver.run()
     finally:

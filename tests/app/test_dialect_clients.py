@@ -10,8 +10,11 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from textual.widgets import Static, TabbedContent
 
+from app.screens.dialect_choice import DialectChoiceScreen
 from tests.app.apptools import make_app, until
+from tests.app.test_call_pane import plain
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.anyio
@@ -100,3 +103,76 @@ async def test_cancel_key_ends_the_clients_hang_with_aborted(run: Client, dialec
             await asyncio.wait_for(hanging, 10)
         await until(app, lambda: any("call #1 cancelled (ABORTED)" in x for x in app.live_pane.lines))
         assert app.engine.journal()[1].dialect == dialect
+
+
+@pytest.mark.parametrize(("key", "dialect", "finish"), [("2", "anthropic", "end_turn"),
+                                                       ("3", "responses", "completed")])
+async def test_demo_key_asks_the_dialect_and_drives_it(key: str, dialect: str, finish: str) -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.press(key)
+        await until(app, lambda: any(x.startswith(f"demo agent ({dialect}) done")
+                                     for x in app.live_pane.lines), "the demo agent")
+        lines = app.live_pane.lines
+        assert f"demo agent ({dialect}) done (consumed: True)" in lines
+        assert any(f"finish {finish}" in x for x in lines), lines
+        # The event log names the wire each call arrived on; so does the journal.
+        assert "demo-0 call #0 started (chunks, " + dialect + ")" in lines
+        assert [r.dialect for r in app.engine.journal()] == [dialect, dialect]
+
+
+async def test_demo_chooser_escape_runs_nothing() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.press("escape")
+        await until(app, lambda: not isinstance(app.screen, DialectChoiceScreen), "the close")
+        assert not any(x.startswith("demo agent") for x in app.live_pane.lines)
+        assert app.engine.journal() == []
+        # The arrow keys and Enter pick a dialect too.
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.press("down", "down", "enter")
+        await until(app, lambda: any(x.startswith("demo agent (responses) done")
+                                     for x in app.live_pane.lines), "the demo agent")
+
+
+async def test_request_tab_compares_a_messages_call_with_the_recording() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        assert app.url is not None
+        api = anthropic.AsyncAnthropic(base_url=app.url, api_key="replay", max_retries=0,
+                                       default_headers={"X-Session-Id": "m"})
+        question = "What files are in the workspace? Then say hello."
+        async with api.messages.stream(model="claude-replay", max_tokens=64, system="be brief",
+                                       messages=[{"role": "user", "content": question}]) as stream:
+            first = await stream.get_final_message()
+        [tool] = [b for b in first.content if b.type == "tool_use"]
+        async with api.messages.stream(model="claude-replay", max_tokens=64, messages=[
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": tool.id, "name": tool.name,
+                                               "input": tool.input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool.id,
+                                          "content": "README.md\nlib\n"}]},
+        ]) as stream:
+            await stream.get_final_message()
+        await api.close()
+        pane = app.call_pane
+        await pilot.press("down")  # call #0
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert pane.query_one(TabbedContent).active == "request"
+        await until(app, lambda: pane.request_rows == [("=", f"user: {question}", f"user: {question}")],
+                    "the request rows of call #0")
+        head = plain(pane.query_one("#request-text", Static).content)
+        assert "live request over anthropic: call id" in head and "model claude-replay" in head
+        # Call #1 answered a different tool result: the Request tab marks it.
+        await pilot.press("down")
+        await until(app, lambda: pane.request_rows == [
+            ("≠", "tool: README.md\nlib\n", "tool: README.md\nsrc\n")], "the diff of call #1")
+        assert any("call #1 started (chunks, anthropic)" in x for x in app.live_pane.lines)

@@ -15,3 +15,12 @@ def test_retried_requests_are_marked_in_the_event_log() -> None:
     assert "retry" not in first.plain
     assert again.plain == "a call #2 started (chunks) — SDK retry"
     assert refused.plain.endswith("script exhausted — SDK retry")
+
+
+def test_a_started_call_names_the_wire_it_arrived_on() -> None:
+    over = format_event(ev.CallStarted("default", "a", 0, 1, 7, "chunks", dialect="anthropic"),
+                        ["main"])
+    in_process = format_event(ev.CallStarted("default", "a", 0, 1, 7, "hang"), ["main"])
+    assert over is not None and in_process is not None
+    assert over.plain == "a call #1 started (chunks, anthropic)"
+    assert in_process.plain == "a call #1 started (hang)"

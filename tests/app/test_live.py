@@ -9,6 +9,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from app.screens.dialect_choice import DialectChoiceScreen
 from app.screens.verdict import VerdictScreen
 from app.widgets.chunk_list import ChunkList
 from tests.app.apptools import client, make_app, stream_text, until
@@ -233,14 +234,16 @@ async def test_demo_agent_drives_every_call() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await app.ready.wait()
         await pilot.press("d")
-        await until(app, lambda: any(x.startswith("demo agent done") for x in app.live_pane.lines),
-                    "the demo agent")
-        assert "demo agent done (consumed: True)" in app.live_pane.lines
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the dialect chooser")
+        await pilot.press("enter")  # the highlighted default: openai chat completions
+        await until(app, lambda: any(x.startswith("demo agent (openai) done")
+                                     for x in app.live_pane.lines), "the demo agent")
+        assert "demo agent (openai) done (consumed: True)" in app.live_pane.lines
         # The demo's own lines and the engine's events share one log, in the order they happened.
         lines = app.live_pane.lines
         last_finished = max(i for i, x in enumerate(lines) if " call #1 finished" in x)
-        assert last_finished < lines.index("demo agent done (consumed: True)")
-        assert lines.index("demo agent started against " + app.url_label) < min(
+        assert last_finished < lines.index("demo agent (openai) done (consumed: True)")
+        assert lines.index("demo agent (openai) started against " + app.url_label) < min(
             i for i, x in enumerate(lines) if x.startswith("bound "))
         await until(app, lambda: "consumed ✓" in header(app))
 

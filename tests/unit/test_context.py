@@ -45,3 +45,60 @@ def test_the_diff_line_names_the_first_difference() -> None:
     long = [ContextItem("user", "word " * 40)]
     line = diff_line(diff_context(long, []), width=20)
     assert line == 'live user "word word word word…", which the recording does not have here'
+
+
+def test_a_messages_request_maps_onto_user_and_tool_messages() -> None:
+    corpus = {"system": "You are terse.", "messages": [
+        {"role": "user", "content": "What files are in the workspace? Then say hello."},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "README.md\nsrc\n"},
+            {"type": "tool_result", "tool_use_id": "t2",
+             "content": [{"type": "text", "text": "two"}]},
+            {"type": "text", "text": "and then?"}]},
+    ]}
+    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n"),
+                                         ContextItem("tool", "two"), ContextItem("user", "and then?")]
+    # The first call: everything after the (absent) last assistant turn; system is not a message.
+    first = {"system": "s", "messages": corpus["messages"][:1]}
+    assert live_new_messages(first) == [
+        ContextItem("user", "What files are in the workspace? Then say hello.")]
+    # Compared with the recording like a chat request is.
+    script = load_scenario(SAMPLES / "basic-chat").scripts[0]
+    recorded = recorded_context(script, 1) or []
+    one_result = [*corpus["messages"][:2], {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "README.md\nsrc\n"}]}]
+    rows = diff_context(live_new_messages({"system": None, "messages": one_result}), recorded)
+    assert [mark for mark, _, _ in rows] == ["="]
+    rows = diff_context(live_new_messages(corpus), recorded)
+    assert [mark for mark, _, _ in rows] == ["=", "+", "+"]
+
+
+def test_a_responses_request_maps_onto_user_and_tool_messages() -> None:
+    corpus = {"instructions": "Be terse.", "input": [
+        {"type": "message", "role": "developer", "content": "rules"},
+        {"role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "README.md\nsrc\n"},
+        {"type": "message", "role": "user", "content": "thanks"},
+    ]}
+    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n"),
+                                         ContextItem("user", "thanks")]
+    first = {"instructions": None, "input": corpus["input"][:2]}
+    assert live_new_messages(first) == [ContextItem("user", "list files")]
+    # A bare string input is one user message; an assistant message ends the model's turn too.
+    assert live_new_messages({"instructions": None, "input": "hi"}) == [ContextItem("user", "hi")]
+    after_text = {"instructions": None, "input": [
+        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"}]}
+    assert live_new_messages(after_text) == [ContextItem("user", "c")]
+
+
+def test_unknown_request_shapes_map_to_nothing() -> None:
+    assert live_new_messages({"prompt": "x"}) == []
+    assert live_new_messages({"messages": "not a list"}) == []
+    assert live_new_messages({"input": 3}) == []
+    assert live_new_messages(None) == []

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from replay_engine.cli.dispatch import main as cli_main
-from replay_engine.errors import ServerUnreachableError
+from replay_engine.errors import ConfigError, ServerUnreachableError
 from replay_engine.server import serve_scenario
 from replay_engine.testing.demo_agent import run_demo_agent
 
@@ -216,3 +216,99 @@ async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
         assert code == 3, out
         assert "UNRECORDED_SESSION" in out
         assert out.splitlines()[-1].startswith("NOT consumed: session someone-else consumed 1/2")
+
+
+# -- the Messages and Responses dialects ------------------------------------------------------
+
+DIALECT_FINISH = {"anthropic": ("tool_use", "end_turn"), "responses": ("completed", "completed")}
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "responses"])
+async def test_basic_chat_on_each_dialect_is_driven_to_consumed(samples: Path, dialect: str) -> None:
+    lines: list[str] = []
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        result = await run_demo_agent(server.url, out=lines.append, dialect=dialect)
+        journal = server.engine.journal()
+    assert result.failures == [] and result.consumed, lines
+    tool_finish, text_finish = DIALECT_FINISH[dialect]
+    assert f"finish {tool_finish}, tools bash" in result.calls[0].outcome
+    assert f"finish {text_finish}, 'The workspace has README.md and src. Hello!'" in result.calls[1].outcome
+    assert [(r.outcome, r.dialect) for r in journal] == [("finished", dialect)] * 2
+    # The second request carried the recorded tool call back with a result, in the dialect's shape.
+    second = journal[1].messages
+    if dialect == "anthropic":
+        turns = second["messages"]
+        assert [m["role"] for m in turns] == ["user", "assistant", "user"]
+        assert turns[1]["content"] == [{"type": "tool_use", "id": "call_ls_1", "name": "bash",
+                                        "input": {"command": "ls"}}]
+        assert turns[2]["content"][0]["type"] == "tool_result"
+        assert turns[2]["content"][0]["tool_use_id"] == "call_ls_1"
+    else:
+        items = second["input"]
+        assert [i["type"] for i in items] == ["message", "function_call", "function_call_output"]
+        assert items[1] == {"type": "function_call", "call_id": "call_ls_1", "name": "bash",
+                            "arguments": '{"command":"ls"}'}
+        assert items[2]["call_id"] == "call_ls_1"
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "responses"])
+async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect: str) -> None:
+    text = _chunks_entry("x")["chunks"]
+    scenario = _write_scenario(tmp_path / "scenario", [
+        {"kind": "throw", "chunks": [], "message": "who are you", "code": "AUTH"},
+        {"kind": "throw", "chunks": text[:2], "message": "boom", "code": "SERVER"},
+        {"kind": "hang", "readyFile": "hang-ready"},
+        {"kind": "chunks", "chunks": [*text[:3], {"type": "finish", "reason": {"kind": "max-tokens"}}]},
+        {"kind": "chunks", "chunks": [*text[:3], {"type": "finish", "reason": {
+            "kind": "error", "failure": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "full"}}}]},
+        _chunks_entry("after all that"),
+    ])
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    lines: list[str] = []
+    async with serve_scenario(scenario, port=0, ready_dir=ready) as server:
+        result = await run_demo_agent(server.url, ready_dir=str(ready), out=lines.append,
+                                      dialect=dialect)
+        journal = server.engine.journal()
+    assert result.failures == [] and result.consumed, lines
+    outcomes = [c.outcome for c in result.calls]
+    assert "threw AUTH as scripted (HTTP 401)" in outcomes[0]
+    assert "threw SERVER as scripted (after" in outcomes[1]
+    assert "readyFile hang-ready" in outcomes[2] and "ABORTED" in outcomes[2]
+    limit = "max_tokens" if dialect == "anthropic" else "incomplete (max_output_tokens)"
+    assert f"finish {limit}, 'x'" in outcomes[3]
+    assert "recorded error finish CONTEXT_WINDOW_EXCEEDED" in outcomes[4]
+    assert "'after all that'" in outcomes[5]
+    assert [(r.outcome, r.dialect) for r in journal] == [
+        ("failed", dialect), ("failed", dialect), ("cancelled", dialect), ("finished", dialect),
+        ("finished", dialect), ("finished", dialect)]  # an error finish is served, not thrown
+
+
+def test_expected_finish_reads_each_dialects_names() -> None:
+    from replay_engine.testing import demo_agent
+
+    assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "anthropic") == "end_turn"
+    assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "responses") == "completed"
+    error = {"type": "finish", "reason": {"kind": "error", "failure": {"code": "SERVER"}}}
+    assert demo_agent._expected_finish([error], "openai") == "server"
+    assert demo_agent._expected_finish([error], "responses") == "error SERVER"
+    assert demo_agent._expected_finish([], "anthropic") is None
+
+
+async def test_an_unknown_dialect_is_a_config_error(samples: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown demo-agent dialect 'grpc'.*openai, anthropic, responses"):
+        await run_demo_agent("http://127.0.0.1:1", out=lambda line: None, dialect="grpc")
+
+
+async def test_cli_dialect_flag_drives_the_messages_route(samples: Path) -> None:
+    exe = shutil.which("dsh-replay")
+    command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]
+    async with serve_scenario(samples / "basic-chat", port=0) as server:
+        proc = await asyncio.create_subprocess_exec(
+            *command, "demo-agent", server.url, "--dialect", "anthropic",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        journal = server.engine.journal()
+    assert proc.returncode == 0, out.decode()
+    assert "finish end_turn" in out.decode()
+    assert [r.dialect for r in journal] == ["anthropic", "anthropic"]

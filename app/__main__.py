@@ -80,7 +80,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     if args.force and not args.record:
         raise ReplayError("--force only applies to --record", code="CONFIG")
     if args.record:
-        from replay_engine.record.proxy import check_upstream
+        from replay_engine import check_upstream
 
         check_upstream(args.upstream)
     return AppOptions(

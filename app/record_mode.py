@@ -12,9 +12,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from replay_engine import ReplayError
-from replay_engine.record import CallReport, Recording, record_scenario
-from replay_engine.record.cli import summary
+from replay_engine import CallReport, Recording, ReplayError, record_scenario, recording_summary
 
 from .headless.state import AppOptions
 
@@ -100,7 +98,7 @@ class RecordMode:
             with contextlib.suppress(Exception):
                 await context.__aexit__(None, None, None)
             self.finished.set()
-        for line in summary(self.recording):
+        for line in recording_summary(self.recording):
             self.log(line)
         return True
 
@@ -112,4 +110,4 @@ class RecordMode:
 
     def summary(self) -> str:
         """What quitting during a recording prints."""
-        return "\n".join(summary(self.recording)) if self.recording is not None else ""
+        return "\n".join(recording_summary(self.recording)) if self.recording is not None else ""

@@ -48,6 +48,7 @@ __all__ = [
     "RecordProxy",
     "Recording",
     "ScenarioRecorder",
+    "check_upstream",
     "failure_code",
     "record_scenario",
 ]

@@ -245,8 +245,8 @@ class OpenAIResponses:
         """Input message items by role, each ``function_call_output`` a ``tool`` message; the
         model's own items (function calls, reasoning, assistant messages) are assistant."""
         found = body.get("input")
-        if isinstance(found, str):
-            return [RequestMessage("user", found, None, found)]
+        if isinstance(found, str):  # the same as one user message item, for the next call
+            return [RequestMessage("user", found, None, {"role": "user", "content": found})]
         return [_item_message(item) for item in (found if isinstance(found, list) else [])]
 
     def rebuilder(self) -> ResponsesRebuilder:

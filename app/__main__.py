@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "loaded (nothing was served), 4 the server could not listen on its port (wins "
                 "over 1; both are printed), 2 bad arguments.")
     p.add_argument("--version", action=VersionAction)
-    p.add_argument("scenario", help="scenario directory (holds session.jsonl)")
+    p.add_argument("scenario", help="scenario directory (holds session.jsonl; with --record, "
+                   "where the recording goes)")
     p.add_argument("--port", type=int, default=8765,
                    help="port to listen on (default 8765; 0 picks a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
@@ -50,6 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sdk-retries", action="store_true",
                    help="let client SDKs retry error answers as with a real provider (by default "
                    "errors carry x-should-retry: false)")
+    p.add_argument("--record", action="store_true",
+                   help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
+                   "dsh-replay record does), show them as they are recorded, and on s load the "
+                   "recording and serve it to replay")
+    p.add_argument("--upstream", default=None, metavar="URL",
+                   help="with --record: the provider's base URL, e.g. https://api.deepseek.com")
+    p.add_argument("--force", action="store_true",
+                   help="with --record: record into a directory that already holds a scenario, "
+                   "keeping its files as .bak")
     return p
 
 
@@ -64,10 +74,20 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     if ms < 0:
         raise ReplayError(f"--pace-ms {ms}: must be a non-negative integer", code="CONFIG")
     pace = Pace.parse(args.pace, ms) if args.pace is not None else Pace("fixed", ms)
+    if args.record != (args.upstream is not None):
+        raise ReplayError("--record and --upstream URL go together: --record --upstream URL DIR "
+                          "records into DIR from URL, then replays it", code="CONFIG")
+    if args.force and not args.record:
+        raise ReplayError("--force only applies to --record", code="CONFIG")
+    if args.record:
+        from replay_engine import check_upstream
+
+        check_upstream(args.upstream)
     return AppOptions(
         scenario=args.scenario_path, host=args.host, port=args.port, pace=pace,
         providers=config.providers if config else None, ready_dir=args.ready_dir,
         url_file=args.url_file, sdk_retries=args.sdk_retries,
+        upstream=args.upstream, force=args.force,
     )
 
 

@@ -33,6 +33,7 @@ from .editor_guard import EditorGuard
 from .headless.loading import UNFINISHED_CODE, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
+from .record_mode import RecordMode
 from .screens.dialect_choice import DemoDialect, DialectChoiceScreen
 from .screens.help import HelpScreen
 from .screens.main import PACE_STEPS_MS, MainScreen
@@ -72,6 +73,9 @@ class ReplayApp(App[str]):
         self.loader = ScenarioLoader(self.state, self.main, self.guard)
         self.server: ReplayServer | None = None
         self.ready = asyncio.Event()
+        self.replay_ready = asyncio.Event()
+        """Set once startup is over: the scenario loaded and served (in record mode, after the
+        recording stopped), or it could not be."""
         self.watching = asyncio.Event()
         """Set once the hot-reload watch is in place."""
         self.awaiting_directory = asyncio.Event()
@@ -80,6 +84,10 @@ class ReplayApp(App[str]):
         self._demo_running = False
         self._demo_dialect: DemoDialect = "openai"
         """The dialect the demo agent last ran on (the chooser starts there)."""
+        self._quitting = False
+        self.record: RecordMode | None = (RecordMode(options, self.main.log_in_order)
+                                          if options.upstream is not None else None)
+        """Record mode: the recording that runs before the scenario loads (None otherwise)."""
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -152,9 +160,13 @@ class ReplayApp(App[str]):
 
     async def _startup(self) -> None:
         await self.main.panes_ready.wait()
+        if self.record is not None and not await self._record_first(self.record):
+            self.ready.set()
+            self.replay_ready.set()
+            return
         await self.loader.load(initial=True)
         if self.options.serve:
-            await self._start_server()
+            await self._start_server(self.record.port if self.record is not None else None)
         self.main.flush()
         if self.options.watch and self.options.scenario.is_dir():
             self.run_worker(self.loader.watch(self._stop_watch, self.watching.set),
@@ -162,17 +174,53 @@ class ReplayApp(App[str]):
         elif self.options.watch and not self.options.scenario.exists():
             self.run_worker(self._await_directory(), name="watch", group="watch", exclusive=True)
         self.ready.set()
+        self.replay_ready.set()
 
     async def _await_directory(self) -> None:
         """Watch for the scenario directory to appear, load it, then watch it as usual."""
         if await self.loader.await_directory(self._stop_watch, self.awaiting_directory.set):
             await self.loader.watch(self._stop_watch, self.watching.set)
 
-    async def _start_server(self) -> None:
+    async def _record_first(self, record: RecordMode) -> bool:
+        """Record until stopped, showing each call in Live; False when the recording could
+        not start or the app quit while recording (nothing is loaded then)."""
+        worker = asyncio.ensure_future(record.run())
+        await record.started.wait()
+        if record.error is not None:
+            await worker
+            error = record.error
+            message = error.message if isinstance(error, ReplayError) else (
+                f"cannot listen on {self.options.host}:{self.options.port} "
+                f"({error.strerror or error}); pick another --port (0 picks a free one)")
+            self.banner.show_error("Cannot record", message, source="record")
+            self.live_pane.log_event(f"not recording: {message}")
+            return False
+        assert record.recording is not None
+        self.state.url = record.recording.url
+        self.main.flush()
+        if self.options.url_file is not None:
+            await self._write_url_file(self.options.url_file)
+        self.ready.set()
+        if not await worker or self._quitting:
+            return False
+        self.state.url = None
+        self.live_pane.log_event(f"recording stopped: loading {self.options.scenario} to replay")
+        return True
+
+    async def action_stop_recording(self) -> None:
+        """Record mode: stop recording and load the directory as a scenario to replay."""
+        if self.record is None or not self.record.active:
+            self.notify("Not recording (start with --record --upstream URL DIR).",
+                        severity="warning")
+            return
+        await self.record.stop()
+
+    async def _start_server(self, port: int | None = None) -> None:
         try:
             # The scripts route asks for the scenario on every request, so hot reloads show.
             self.server = ReplayServer(
-                self.engine, host=self.options.host, port=self.options.port,
+                self.engine, host=self.options.host,
+                port=self.options.port if port is None else port,
                 providers=self.options.providers, scenario=lambda: self.state.scenario,
                 reload=self.loader.reload_from_api, sdk_retries=self.options.sdk_retries,
             )
@@ -218,7 +266,11 @@ class ReplayApp(App[str]):
         self.exit(verdict.text, return_code=verdict.code)
 
     async def shutdown(self) -> None:
-        """Stop the watcher and the server, and remove the ready files made (idempotent)."""
+        """Stop a recording, the watcher and the server, and remove the ready files made
+        (idempotent)."""
+        if self.record is not None and self.record.active:
+            self._quitting = True
+            await self.record.stop()
         self._stop_watch.set()
         server, self.server = self.server, None
         if server is not None:
@@ -373,7 +425,15 @@ class ReplayApp(App[str]):
             self.run_worker(self.loader.load(), group="reload")
 
     async def action_quit(self) -> None:
-        """Quit with the verdict; asks first when an override editor holds unsaved changes."""
+        """Quit with the verdict (while recording: finish the logs and print what was
+        recorded); asks first when an override editor holds unsaved changes."""
+        if self.record is not None and self.record.active:
+            self._quitting = True
+            await self.record.stop()
+            problems = bool(self.record.recording and self.record.recording.problems)
+            await self.shutdown()
+            self.exit(self.record.summary(), return_code=1 if problems else 0)
+            return
         editor = self.guard.open_editor()
         if editor is None or not editor.has_unsaved_changes:
             await self.quit_with_verdict()

@@ -125,6 +125,9 @@ APP_KEYS: tuple[Key, ...] = (
         "Responses), each through its official SDK.", "Scenario"),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario"),
+    Key("s", "stop_recording", "Stop recording", "Record mode (--record --upstream URL): stop "
+        "recording, finish the logs and load the directory as a scenario ready to replay (q while "
+        "recording finishes the logs and quits).", "Scenario"),
     Key("question_mark", "help", "Help", "Show every key by area.", "App", display="?", footer=True),
     Key("ctrl+p", "command_palette", "Palette", "Open the command palette: every action, the theme "
         "and the pace, searchable.", "App", display="^p", palette=False, bound=False),

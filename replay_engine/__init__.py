@@ -85,6 +85,8 @@ if TYPE_CHECKING:
         verdict,
         verdict_text,
     )
+    from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.cli import recording_summary
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
     from .scenario.derive_fast import load_log
@@ -199,6 +201,11 @@ _LAZY: dict[str, str] = {
     "is_loopback": "server",
     "run_demo_agent": "testing.demo_agent",
     "DEMO_DIALECTS": "testing.demo_agent",
+    "CallReport": "record",
+    "Recording": "record",
+    "check_upstream": "record",
+    "record_scenario": "record",
+    "recording_summary": "record.cli",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
 }
@@ -308,6 +315,11 @@ __all__ = [
     "resolve_scripted_entry",
     "run_demo_agent",
     "DEMO_DIALECTS",
+    "CallReport",
+    "Recording",
+    "check_upstream",
+    "record_scenario",
+    "recording_summary",
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",

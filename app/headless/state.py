@@ -26,6 +26,11 @@ class AppOptions:
     """Where the base URL is written (atomically) once the server is up."""
     sdk_retries: bool = False
     """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
+    upstream: str | None = None
+    """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
+    and serve what was recorded."""
+    force: bool = False
+    """Record mode: record into a directory that already holds a scenario (kept as .bak)."""
 
 
 @dataclass(slots=True)

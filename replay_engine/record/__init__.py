@@ -20,8 +20,9 @@ directory that already holds a scenario, keeping its files as ``.bak`` (else Inp
 The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (``url + "/v1"``, what an
 OpenAI SDK takes), ``directory``, ``reports`` and ``problems``.
 
-Dialects plug in through :class:`~replay_engine.record.dialects.Dialect`; the OpenAI /
-DeepSeek chat-completions wire is built in.
+Dialects plug in through :class:`~replay_engine.record.dialects.Dialect`; built in are the
+OpenAI / DeepSeek chat-completions wire, Anthropic Messages (``/v1/messages``, an Anthropic
+SDK takes ``url`` as its base URL) and OpenAI Responses (``/v1/responses``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ __all__ = [
     "RecordProxy",
     "Recording",
     "ScenarioRecorder",
+    "check_upstream",
     "failure_code",
     "record_scenario",
 ]

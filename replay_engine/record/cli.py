@@ -73,6 +73,10 @@ def summary(recording: Recording) -> list[str]:
     return lines
 
 
+
+recording_summary = summary
+"""What a finished recording wrote (for front ends other than this command)."""
+
 async def _record(args: argparse.Namespace) -> int:
     def show(report: CallReport) -> None:
         print(report_line(report), file=sys.stderr, flush=True)

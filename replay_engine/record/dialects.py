@@ -325,24 +325,33 @@ class OpenAIChat:
         return out + rebuilder.end()
 
     def error_message(self, status: int, body: bytes) -> str:
-        text = body.decode("utf-8", errors="replace").strip()
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            error = parsed.get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                return str(error["message"])
-            if isinstance(error, str):
-                return error
-            if isinstance(parsed.get("message"), str):
-                return str(parsed["message"])
-        return text[:500] if text else f"HTTP {status}"
+        return upstream_error_message(status, body)
+
+
+def upstream_error_message(status: int, body: bytes) -> str:
+    """The message of an error answer: ``error.message`` (OpenAI's and Anthropic's shapes),
+    a bare ``error`` or ``message`` string, else the body's text."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if isinstance(parsed.get("message"), str):
+            return str(parsed["message"])
+    return text[:500] if text else f"HTTP {status}"
 
 
 OPENAI_CHAT = OpenAIChat()
 """The chat-completions dialect."""
 
-DIALECTS: tuple[Dialect, ...] = (OPENAI_CHAT,)
+from .messages import ANTHROPIC_MESSAGES  # noqa: E402  (built on the names above)
+from .responses import OPENAI_RESPONSES  # noqa: E402
+
+DIALECTS: tuple[Dialect, ...] = (OPENAI_CHAT, ANTHROPIC_MESSAGES, OPENAI_RESPONSES)
 """Every dialect the recorder serves."""

@@ -367,7 +367,8 @@ def _not_found(status: int, code: str) -> Callable[[Request, Exception], Any]:
     async def handle(request: Request, exc: Exception) -> Response:
         what = "no route" if status == 404 else f"{request.method} is not allowed on"
         return JSONResponse({"error": {"message": f"{what} {request.url.path}; the recorder "
-                                       "serves the model routes (POST /v1/chat/completions)",
+                                       "serves the model routes (POST /v1/chat/completions, /v1/messages, "
+                                       "/v1/responses)",
                                        "type": "replay_error", "code": code}},
                             status_code=status)
 

@@ -1,0 +1,113 @@
+"""The debugger's record mode (``dsh-replay-tui --record --upstream URL DIR``): the recording
+proxy runs where the replay server will, each recorded call appears in Live as it ends
+(grouped by session: its log, call number, key, chunks and finish), and stopping finishes the
+logs so the app can load the directory as a scenario and serve it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from rich.text import Text
+
+from replay_engine import CallReport, Recording, ReplayError, record_scenario, recording_summary
+
+from .headless.state import AppOptions
+
+Log = Callable[[str | Text], None]
+
+
+def session_label(report: CallReport) -> str:
+    """How Live names the session of a recorded call."""
+    return report.session if report.session is not None else "anonymous session"
+
+
+def report_text(report: CallReport) -> Text:
+    """One Live line per recorded call: session and log, call number, key, chunks, finish."""
+    line = Text("● rec ", style="bold red")
+    line.append(f"{session_label(report)} ", style="bold")
+    line.append(f"{report.file} #{report.index} {report.key}: {report.chunks} chunks, ")
+    if report.failed:
+        line.append(f"failed upstream {report.code}: {report.message}", style="bold yellow")
+    else:
+        line.append(f"finish {report.finish}", style="green")
+    return line
+
+
+class RecordMode:
+    """One recording of the debugger: started on mount, stopped by a key or by quitting."""
+
+    def __init__(self, options: AppOptions, log: Log) -> None:
+        if options.upstream is None:
+            raise ValueError("record mode needs an upstream")
+        self.options = options
+        self.upstream = options.upstream
+        self.log = log
+        self.recording: Recording | None = None
+        """The recording while it runs (and after, for its summary)."""
+        self.reports: dict[str, list[CallReport]] = {}
+        """Recorded calls by session label, in the order they ended."""
+        self.started = asyncio.Event()
+        """Set once the proxy listens (or failed to: see ``error``)."""
+        self.finished = asyncio.Event()
+        """Set once the logs are finished."""
+        self.error: ReplayError | OSError | None = None
+        self._stop = asyncio.Event()
+
+    @property
+    def active(self) -> bool:
+        """True while calls are being recorded."""
+        return self.recording is not None and not self.finished.is_set()
+
+    @property
+    def port(self) -> int | None:
+        """The port the recorder listened on (the replay server takes it over)."""
+        if self.recording is None:
+            return None
+        return int(self.recording.url.rsplit(":", 1)[1])
+
+    def _recorded(self, report: CallReport) -> None:
+        self.reports.setdefault(session_label(report), []).append(report)
+        self.log(report_text(report))
+        if report.problem:
+            self.log(Text(f"warning: {report.problem}", style="bold yellow"))
+
+    async def run(self) -> bool:
+        """Record until stopped; False when the recording could not start."""
+        try:
+            context = record_scenario(self.options.scenario, self.upstream, host=self.options.host,
+                                      port=self.options.port, force=self.options.force,
+                                      listener=self._recorded)
+            self.recording = await context.__aenter__()
+        except (ReplayError, OSError) as exc:
+            self.error = exc
+            self.started.set()
+            self.finished.set()
+            return False
+        try:
+            url = self.recording.url
+            self.log(Text(f"recording into {self.options.scenario} from {self.upstream}",
+                          style="bold red"))
+            self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}); press s to stop "
+                     "recording and replay")
+            self.started.set()
+            await self._stop.wait()
+        finally:
+            with contextlib.suppress(Exception):
+                await context.__aexit__(None, None, None)
+            self.finished.set()
+        for line in recording_summary(self.recording):
+            self.log(line)
+        return True
+
+    async def stop(self) -> None:
+        """Stop recording and wait until the logs are finished."""
+        self._stop.set()
+        if self.started.is_set():
+            await self.finished.wait()
+
+    def summary(self) -> str:
+        """What quitting during a recording prints."""
+        return "\n".join(recording_summary(self.recording)) if self.recording is not None else ""

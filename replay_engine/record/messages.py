@@ -1,0 +1,311 @@
+"""The recorder's Anthropic Messages dialect, ``POST /v1/messages`` (SPEC 8.4 read backwards).
+
+The Messages wire frames every block, so the rebuilt chunks follow it event for event:
+``content_block_start`` opens a block (``block-start``; text, thinking and tool_use blocks,
+numbered 0, 1, … in opening order; other block types are left out), each delta is one
+``text-delta`` / ``reasoning-delta`` / ``tool-call-delta`` (stamped with the block's id and
+name), a ``signature_delta`` goes on the reasoning block's ``block-end`` and
+``content_block_stop`` is the ``block-end``. At ``message_stop`` come the usage (the wire
+always states it: input and output tokens, cache reads when the upstream sent them) and the
+finish of ``message_delta``'s ``stop_reason``.
+
+Producible calls (what a recording served on this wire rebuilds exactly): every block opens
+with a ``block-start`` and closes with a ``block-end`` holding its concatenated deltas (a
+reasoning block may add a ``signature``), its indices are 0, 1, … in opening order, a block
+whose content is not empty has at least one delta, tool deltas carry their block's id and
+name, then a usage of ``inputTokens`` / ``outputTokens`` (/ ``cacheReadTokens``) and a stop,
+tool-calls or max-tokens finish. Blocks may interleave. ``reasoningTokens`` has no place on
+this wire, and an error finish or throw is recorded as the failure the stream reports.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dialects import (
+    Chunk,
+    RequestMessage,
+    SseEvent,
+    StreamFailure,
+    upstream_error_message,
+)
+
+_KINDS = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
+_DELTAS = {"text_delta": ("text", "text"), "thinking_delta": ("reasoning", "thinking"),
+           "input_json_delta": ("tool-call", "partial_json")}
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls",
+           "max_tokens": "max-tokens", "model_context_window_exceeded": "max-tokens"}
+_ERROR_CODES = {"authentication_error": "AUTH", "permission_error": "HTTP_403",
+                "not_found_error": "HTTP_404", "rate_limit_error": "RATE_LIMIT",
+                "invalid_request_error": "INVALID_REQUEST", "request_too_large": "HTTP_413",
+                "overloaded_error": "HTTP_529", "api_error": "SERVER"}
+"""Failure codes of Anthropic error types (an error event without a ``code`` of its own)."""
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+    signature: str = ""
+    preset: str = ""
+    """Content the block's start already carried (a non-streamed answer), used when no delta
+    followed."""
+
+    def whole(self) -> dict[str, Any]:
+        text = "".join(self.parts) if self.parts else self.preset
+        if self.kind == "tool-call":
+            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
+        block: dict[str, Any] = {"type": self.kind, "text": text}
+        if self.kind == "reasoning" and self.signature:
+            block["signature"] = self.signature
+        return block
+
+
+def stream_failure(data: object) -> StreamFailure:
+    """The failure an ``event: error`` reports (its ``code``, else one of its error type)."""
+    if not isinstance(data, dict):
+        return StreamFailure("the upstream's stream reported an error")
+    error = data.get("error")
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message")
+    code = data.get("code")
+    if not (isinstance(code, str) and code):
+        kind = error.get("type")
+        code = _ERROR_CODES.get(kind, "SERVER") if isinstance(kind, str) else "SERVER"
+    return StreamFailure(message if isinstance(message, str) and message else "stream error",
+                         code=code)
+
+
+class MessagesRebuilder:
+    """Folds one Messages event stream into recorded chunks, block by block."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._blocks: list[_Block] = []
+        self._open: dict[Any, _Block] = {}
+        self._skipped: set[Any] = set()
+        self._usage: dict[str, Any] = {}
+        self._stop: str | None = None
+
+    def feed(self, event: SseEvent) -> list[Chunk]:
+        try:
+            data = json.loads(event.data) if event.data.strip() else None
+        except ValueError:
+            raise StreamFailure(f"the upstream sent an event that is not JSON: "
+                                f"{event.data[:200]!r}", code="INVALID_RESPONSE") from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type", event.event)
+        if kind == "error" or event.event == "error":
+            raise stream_failure(data)
+        if kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, dict):
+                self._take_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            return self._start(data.get("index"), data.get("content_block"))
+        elif kind == "content_block_delta":
+            return self._delta(data.get("index"), data.get("delta"))
+        elif kind == "content_block_stop":
+            return self._stop_block(data.get("index"))
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self._stop = delta["stop_reason"]
+            self._take_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.ended = True
+        return []
+
+    def _take_usage(self, usage: object) -> None:
+        if not isinstance(usage, dict):
+            return
+        for wire, name in (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
+                           ("cache_read_input_tokens", "cacheReadTokens")):
+            value = _count(usage.get(wire))
+            if value is not None:
+                self._usage[name] = value
+
+    def _start(self, index: Any, content: object) -> list[Chunk]:
+        content = content if isinstance(content, dict) else {}
+        kind = _KINDS.get(str(content.get("type")))
+        if kind is None:
+            self._skipped.add(index)
+            return []
+        block = _Block(kind, len(self._blocks))
+        if kind == "tool-call":
+            block.id = content.get("id") if isinstance(content.get("id"), str) else None
+            block.name = content.get("name") if isinstance(content.get("name"), str) else None
+            given = content.get("input")
+            if given not in (None, {}):
+                block.preset = json.dumps(given, ensure_ascii=False, separators=(",", ":"))
+        else:
+            given = content.get("thinking" if kind == "reasoning" else "text")
+            block.preset = given if isinstance(given, str) else ""
+            signature = content.get("signature")
+            block.signature = signature if isinstance(signature, str) else ""
+        self._blocks.append(block)
+        self._open[index] = block
+        return [{"type": "block-start", "index": block.index, "blockType": kind}]
+
+    def _delta(self, index: Any, delta: object) -> list[Chunk]:
+        block = self._open.get(index)
+        if block is None or not isinstance(delta, dict):
+            return []
+        kind = delta.get("type")
+        if kind == "signature_delta":
+            signature = delta.get("signature")
+            block.signature += signature if isinstance(signature, str) else ""
+            return []
+        wanted = _DELTAS.get(str(kind))
+        if wanted is None or wanted[0] != block.kind:
+            return []
+        text = delta.get(wanted[1])
+        text = text if isinstance(text, str) else ""
+        block.parts.append(text)
+        if block.kind == "tool-call":
+            chunk: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
+            if block.name is not None:
+                chunk["name"] = block.name
+            chunk["argumentsDelta"] = text
+            return [chunk]
+        return [{"type": f"{block.kind}-delta", "index": block.index, "text": text}]
+
+    def _stop_block(self, index: Any) -> list[Chunk]:
+        if index in self._skipped:
+            self._skipped.discard(index)
+            return []
+        block = self._open.pop(index, None)
+        if block is None:
+            return []
+        return [{"type": "block-end", "index": block.index, "block": block.whole()}]
+
+    def end(self) -> list[Chunk]:
+        out: list[Chunk] = []
+        for index in list(self._open):
+            out += self._stop_block(index)
+        if self._usage:
+            usage = {"inputTokens": self._usage.get("inputTokens", 0),
+                     "outputTokens": self._usage.get("outputTokens", 0)}
+            if "cacheReadTokens" in self._usage:
+                usage["cacheReadTokens"] = self._usage["cacheReadTokens"]
+            out.append({"type": "usage", "usage": usage})
+        out.append({"type": "finish", "reason": finish_back(self._stop)})
+        return out
+
+
+def finish_back(stop_reason: str | None) -> dict[str, Any]:
+    """The recorded finish of a ``stop_reason`` (others, e.g. ``refusal``, stop and keep it)."""
+    if stop_reason is None:
+        return {"kind": "stop"}
+    kind = _FINISH.get(stop_reason)
+    return {"kind": kind} if kind else {"kind": "stop", "stopReason": stop_reason}
+
+
+def _events_of_message(message: dict[str, Any]) -> list[SseEvent]:
+    """The event stream that carries one whole ``Message`` (its blocks as one delta each)."""
+    def event(data: dict[str, Any]) -> SseEvent:
+        return SseEvent(str(data["type"]), json.dumps(data))
+
+    out = [event({"type": "message_start", "message": {"usage": message.get("usage")}})]
+    content = message.get("content")
+    for k, block in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        start: dict[str, Any] = {"type": kind}
+        delta: dict[str, Any] | None = None
+        if kind == "tool_use":
+            start.update(id=block.get("id"), name=block.get("name"), input={})
+            given = block.get("input")
+            if given not in (None, {}):
+                delta = {"type": "input_json_delta",
+                         "partial_json": json.dumps(given, ensure_ascii=False, separators=(",", ":"))}
+        elif kind in ("text", "thinking"):
+            text = block.get(kind)
+            if isinstance(text, str) and text:
+                delta = {"type": f"{kind}_delta", kind: text}
+        out.append(event({"type": "content_block_start", "index": k, "content_block": start}))
+        if delta is not None:
+            out.append(event({"type": "content_block_delta", "index": k, "delta": delta}))
+        signature = block.get("signature")
+        if kind == "thinking" and isinstance(signature, str) and signature:
+            out.append(event({"type": "content_block_delta", "index": k,
+                              "delta": {"type": "signature_delta", "signature": signature}}))
+        out.append(event({"type": "content_block_stop", "index": k}))
+    out.append(event({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")},
+                      "usage": {}}))
+    out.append(event({"type": "message_stop"}))
+    return out
+
+
+def _user_parts(i: int, message: dict[str, Any]) -> list[RequestMessage]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return [RequestMessage("user", content, None, message)]
+    out: list[RequestMessage] = []
+    rest: list[Any] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            out.append(RequestMessage("tool", block.get("content"),
+                                      call_id if isinstance(call_id, str) else None,
+                                      {"message": i, "block": block}))
+        else:
+            rest.append(block)
+    if rest:
+        out.append(RequestMessage("user", rest, None, {"message": i, "blocks": rest}))
+    return out
+
+
+class AnthropicMessages:
+    """The Anthropic Messages wire (SPEC 8.4)."""
+
+    name: str = "anthropic"
+    routes: tuple[str, ...] = ("/v1/messages",)
+
+    def wants_stream(self, body: dict[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
+        """User text is a ``user`` message, each ``tool_result`` block a ``tool`` one."""
+        found = body.get("messages")
+        out: list[RequestMessage] = []
+        for i, message in enumerate(found if isinstance(found, list) else []):
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "user":
+                out += _user_parts(i, message)
+            else:
+                out.append(RequestMessage(str(message.get("role", "")), message.get("content"),
+                                          None, message))
+        return out
+
+    def rebuilder(self) -> MessagesRebuilder:
+        return MessagesRebuilder()
+
+    def completion_chunks(self, body: Any) -> list[Chunk]:
+        """The chunks the same ``Message`` streamed with one delta per block rebuilds to."""
+        if not isinstance(body, dict) or body.get("type") != "message":
+            raise ValueError("not a Message")
+        rebuilder = MessagesRebuilder()
+        out: list[Chunk] = []
+        for event in _events_of_message(body):
+            out += rebuilder.feed(event)
+        return out + rebuilder.end()
+
+    def error_message(self, status: int, body: bytes) -> str:
+        return upstream_error_message(status, body)
+
+
+ANTHROPIC_MESSAGES = AnthropicMessages()
+"""The Messages dialect."""

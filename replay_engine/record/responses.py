@@ -1,0 +1,270 @@
+"""The recorder's OpenAI Responses dialect, ``POST /v1/responses`` (SPEC 8.5 read backwards).
+
+Each output item is one block, numbered 0, 1, … in the order the items are added: a
+``reasoning`` item a reasoning block (its reasoning text, or its summary text when that is
+what streams), a ``message`` item a text block, a ``function_call`` item a tool-call block
+whose id is the item's ``call_id``. ``response.output_item.added`` is the ``block-start``,
+each text / reasoning / arguments delta one delta chunk, ``response.output_item.done`` the
+``block-end`` (taking the item's own content when no delta came). The response's end is the
+usage (the wire always states all four counters) and the finish: ``response.completed`` is
+tool-calls when the output has a function call and stop otherwise, ``response.incomplete``
+for ``max_output_tokens`` is max-tokens, ``response.failed`` an error finish with its code
+and message (an ordinary recorded call, which replays as the same failed response).
+
+Producible calls (what a recording served on this wire rebuilds exactly): every block opens
+with a ``block-start`` and closes with a ``block-end`` holding its concatenated deltas, its
+indices are 0, 1, … in opening order, a block whose content is not empty has at least one
+delta, tool deltas carry their block's id and name, then a usage with all four counters and
+a finish that the response's status states: stop without a tool block, tool-calls with one,
+max-tokens, or an error with just a code and a message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dialects import (
+    Chunk,
+    RequestMessage,
+    SseEvent,
+    StreamFailure,
+    upstream_error_message,
+)
+
+_KINDS = {"reasoning": "reasoning", "message": "text", "function_call": "tool-call"}
+_DELTAS = {"response.output_text.delta": "text",
+           "response.reasoning_text.delta": "reasoning",
+           "response.reasoning_summary_text.delta": "reasoning",
+           "response.function_call_arguments.delta": "tool-call"}
+_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _texts(parts: object, kinds: tuple[str, ...]) -> str:
+    if not isinstance(parts, list):
+        return ""
+    return "".join(str(p.get("text", "")) for p in parts
+                   if isinstance(p, dict) and p.get("type") in kinds)
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+
+    def whole(self, item: dict[str, Any]) -> dict[str, Any]:
+        if self.parts:
+            text = "".join(self.parts)
+        elif self.kind == "tool-call":
+            given = item.get("arguments")
+            text = given if isinstance(given, str) else ""
+        elif self.kind == "text":
+            text = _texts(item.get("content"), ("output_text",))
+        else:
+            text = (_texts(item.get("content"), ("reasoning_text",))
+                    or _texts(item.get("summary"), ("summary_text",)))
+        if self.kind == "tool-call":
+            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
+        return {"type": self.kind, "text": text}
+
+
+def usage_back(wire: object) -> dict[str, Any] | None:
+    """Recorded usage of Responses usage (``input_tokens`` includes the cached ones)."""
+    if not isinstance(wire, dict):
+        return None
+    inp = wire.get("input_tokens_details")
+    out = wire.get("output_tokens_details")
+    cached = _count(inp.get("cached_tokens")) if isinstance(inp, dict) else 0
+    return {"inputTokens": _count(wire.get("input_tokens")) - cached,
+            "outputTokens": _count(wire.get("output_tokens")), "cacheReadTokens": cached,
+            "reasoningTokens": _count(out.get("reasoning_tokens")) if isinstance(out, dict) else 0}
+
+
+def _failure(error: object) -> dict[str, Any]:
+    error = error if isinstance(error, dict) else {}
+    code, message = error.get("code"), error.get("message")
+    return {"code": code if isinstance(code, str) and code else "ERROR",
+            "message": message if isinstance(message, str) and message else "the response failed"}
+
+
+class ResponsesRebuilder:
+    """Folds one Responses event stream into recorded chunks, item by item."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._blocks: list[_Block] = []
+        self._open: dict[Any, _Block] = {}
+        self._final: dict[str, Any] = {}
+        self._status = "response.completed"
+
+    def feed(self, event: SseEvent) -> list[Chunk]:
+        try:
+            data = json.loads(event.data) if event.data.strip() else None
+        except ValueError:
+            raise StreamFailure(f"the upstream sent an event that is not JSON: "
+                                f"{event.data[:200]!r}", code="INVALID_RESPONSE") from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type", event.event)
+        if kind == "error" or event.event == "error":
+            message, code = data.get("message"), data.get("code")
+            raise StreamFailure(message if isinstance(message, str) and message
+                                else "stream error",
+                                code=code if isinstance(code, str) and code else None)
+        if kind == "response.output_item.added":
+            return self._added(data.get("output_index"), data.get("item"))
+        if kind in _DELTAS:
+            return self._delta(data.get("output_index"), _DELTAS[str(kind)], data.get("delta"))
+        if kind == "response.output_item.done":
+            return self._done(data.get("output_index"), data.get("item"))
+        if kind in _ENDS:
+            response = data.get("response")
+            self._final = response if isinstance(response, dict) else {}
+            self._status = str(kind)
+            self.ended = True
+        return []
+
+    def _added(self, index: Any, item: object) -> list[Chunk]:
+        item = item if isinstance(item, dict) else {}
+        kind = _KINDS.get(str(item.get("type")))
+        if kind is None or index in self._open:
+            return []
+        block = _Block(kind, len(self._blocks))
+        if kind == "tool-call":
+            call_id, name = item.get("call_id"), item.get("name")
+            block.id = call_id if isinstance(call_id, str) else None
+            block.name = name if isinstance(name, str) else None
+        self._blocks.append(block)
+        self._open[index] = block
+        return [{"type": "block-start", "index": block.index, "blockType": kind}]
+
+    def _delta(self, index: Any, kind: str, text: object) -> list[Chunk]:
+        block = self._open.get(index)
+        if block is None or block.kind != kind:
+            return []
+        text = text if isinstance(text, str) else ""
+        block.parts.append(text)
+        if kind == "tool-call":
+            chunk: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
+            if block.name is not None:
+                chunk["name"] = block.name
+            chunk["argumentsDelta"] = text
+            return [chunk]
+        return [{"type": f"{kind}-delta", "index": block.index, "text": text}]
+
+    def _done(self, index: Any, item: object) -> list[Chunk]:
+        block = self._open.pop(index, None)
+        if block is None:
+            return []
+        item = item if isinstance(item, dict) else {}
+        return [{"type": "block-end", "index": block.index, "block": block.whole(item)}]
+
+    def end(self) -> list[Chunk]:
+        out: list[Chunk] = []
+        for index in list(self._open):
+            out += self._done(index, {})
+        usage = usage_back(self._final.get("usage"))
+        if usage is not None:
+            out.append({"type": "usage", "usage": usage})
+        out.append({"type": "finish", "reason": self._reason()})
+        return out
+
+    def _reason(self) -> dict[str, Any]:
+        if self._status == "response.failed":
+            return {"kind": "error", "failure": _failure(self._final.get("error"))}
+        if self._status == "response.incomplete":
+            details = self._final.get("incomplete_details")
+            why = details.get("reason") if isinstance(details, dict) else None
+            if why in (None, "max_output_tokens"):
+                return {"kind": "max-tokens"}
+            return {"kind": "error", "failure": {"code": str(why).upper(),
+                                                 "message": f"the response is incomplete ({why})"}}
+        tools = any(b.kind == "tool-call" for b in self._blocks)
+        return {"kind": "tool-calls" if tools else "stop"}
+
+
+def _events_of_response(response: dict[str, Any]) -> list[SseEvent]:
+    """The event stream that carries one whole response (each item with its content at once)."""
+    def event(data: dict[str, Any]) -> SseEvent:
+        return SseEvent(str(data["type"]), json.dumps(data))
+
+    out: list[SseEvent] = []
+    output = response.get("output")
+    for k, item in enumerate(output if isinstance(output, list) else []):
+        if not isinstance(item, dict):
+            continue
+        out.append(event({"type": "response.output_item.added", "output_index": k, "item": item}))
+        kind = _KINDS.get(str(item.get("type")))
+        if kind is not None:
+            text = _Block(kind, k).whole(item)
+            whole = text.get("arguments" if kind == "tool-call" else "text")
+            if whole:
+                delta = {"text": "response.output_text.delta",
+                         "reasoning": "response.reasoning_text.delta",
+                         "tool-call": "response.function_call_arguments.delta"}[kind]
+                out.append(event({"type": delta, "output_index": k, "delta": whole}))
+        out.append(event({"type": "response.output_item.done", "output_index": k, "item": item}))
+    status = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(
+        str(response.get("status")), "response.completed")
+    out.append(event({"type": status, "response": response}))
+    return out
+
+
+def _item_message(item: Any) -> RequestMessage:
+    if isinstance(item, dict):
+        kind = item.get("type")
+        if kind == "function_call_output":
+            call_id = item.get("call_id")
+            return RequestMessage("tool", item.get("output"),
+                                  call_id if isinstance(call_id, str) else None, item)
+        role = item.get("role")
+        if kind in (None, "message") and role in ("user", "system", "developer"):
+            return RequestMessage("user" if role == "user" else "system", item.get("content"),
+                                  None, item)
+    return RequestMessage("assistant", item, None, item)
+
+
+class OpenAIResponses:
+    """The OpenAI Responses wire (SPEC 8.5)."""
+
+    name: str = "responses"
+    routes: tuple[str, ...] = ("/v1/responses",)
+
+    def wants_stream(self, body: dict[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
+        """Input message items by role, each ``function_call_output`` a ``tool`` message; the
+        model's own items (function calls, reasoning, assistant messages) are assistant."""
+        found = body.get("input")
+        if isinstance(found, str):  # the same as one user message item, for the next call
+            return [RequestMessage("user", found, None, {"role": "user", "content": found})]
+        return [_item_message(item) for item in (found if isinstance(found, list) else [])]
+
+    def rebuilder(self) -> ResponsesRebuilder:
+        return ResponsesRebuilder()
+
+    def completion_chunks(self, body: Any) -> list[Chunk]:
+        """The chunks the same response streamed with one delta per item rebuilds to."""
+        if not isinstance(body, dict) or body.get("object") != "response":
+            raise ValueError("not a response")
+        rebuilder = ResponsesRebuilder()
+        out: list[Chunk] = []
+        for event in _events_of_response(body):
+            out += rebuilder.feed(event)
+        return out + rebuilder.end()
+
+    def error_message(self, status: int, body: bytes) -> str:
+        return upstream_error_message(status, body)
+
+
+OPENAI_RESPONSES = OpenAIResponses()
+"""The Responses dialect."""

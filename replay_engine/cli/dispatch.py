@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        print(f"dsh-replay: error: {exc}", file=sys.stderr)
+        print(f"dsh-replay: error [IO]: {exc}", file=sys.stderr)
         return 1
 
 

@@ -23,7 +23,13 @@ import msgspec
 from ..models import ScriptEntry, SessionHeader
 from .callkeys import Undefined, call_key
 from .derive import Deriver
-from .logs import PACKED_CHUNK_TYPES, decode_line, header_from_value, unreadable_log_error
+from .logs import (
+    PACKED_CHUNK_TYPES,
+    decode_line,
+    ensure_log_file,
+    header_from_value,
+    unreadable_log_error,
+)
 from .logscan import PackedFields, Sink, gc_paused, line_decoder, packed_fields, seed_start, slow_line
 
 __all__ = ["DerivingSink", "LoadedLog", "derive_lines", "derive_log_bytes", "load_log"]
@@ -56,6 +62,7 @@ class LoadedLog:
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None) -> LoadedLog:
     """Stream a log file from disk, derive its script; slice by the header's seedLength if asked."""
     file = name or str(path)
+    ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
             return derive_lines(handle, file, seed_length)

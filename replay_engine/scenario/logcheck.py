@@ -15,7 +15,13 @@ from typing import Any
 import msgspec
 
 from .callkeys import Undefined, call_key, compaction_chunks, missing_chunk_error, unfinished_call_error
-from .logs import PACKED_CHUNK_TYPES, decode_line, header_fields, unreadable_log_error
+from .logs import (
+    PACKED_CHUNK_TYPES,
+    decode_line,
+    ensure_log_file,
+    header_fields,
+    unreadable_log_error,
+)
 from .logscan import (
     CheckedEvent,
     LineEvent,
@@ -120,6 +126,7 @@ def check_log(
     The warnings go to ``warnings`` when given, so those found before an error are kept.
     """
     file = name or str(path)
+    ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
             return _check_lines(handle, file, seed_length, [] if warnings is None else warnings)

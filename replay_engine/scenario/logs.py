@@ -16,6 +16,7 @@ import msgspec
 
 from ..errors import LogParseError
 from .jsonnumbers import as_safe_integer, is_number
+from .layout import not_a_file
 
 if TYPE_CHECKING:
     from ..models import SessionHeader
@@ -314,14 +315,10 @@ def unreadable_log_error(path: str | Path, file: str, exc: OSError | None = None
     A scenario loads every ``session.N.jsonl`` it holds, so skipping one would silently replay
     fewer sessions than were recorded.
     """
-    path = Path(path)
     fix = "restore the log, or remove or rename it if that session should not be replayed."
-    if path.is_symlink() and not path.exists():
-        what = f"the session log is a symbolic link to {os.readlink(path)!r}, which does not exist"
-    elif path.is_dir():
-        what = "the session log is a directory, not a file"
-    elif path.exists() and not path.is_file():
-        what = "the session log is not a regular file"
+    kind = not_a_file(path)
+    if kind is not None:
+        what = f"the session log is {kind}"
     else:
         reason = (exc.strerror or str(exc)) if exc is not None else "unknown error"
         what = f"cannot read the session log ({reason})"
@@ -331,3 +328,9 @@ def unreadable_log_error(path: str | Path, file: str, exc: OSError | None = None
         code="LOG_UNREADABLE",
     )
 
+
+
+def ensure_log_file(path: str | Path, file: str) -> None:
+    """Refuse, before opening it, a log that is not a regular file (a FIFO would block)."""
+    if not_a_file(path) is not None:
+        raise unreadable_log_error(path, file)

@@ -20,6 +20,7 @@ from ..models import (
     as_safe_integer,
 )
 from .layout import SIDECAR_NAME as SIDECAR_NAME
+from .layout import not_a_file
 from .logscan import gc_paused as _gc_paused
 
 _ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
@@ -230,6 +231,13 @@ def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) 
 def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Sidecar:
     """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
     file = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise SidecarError(
+            f"{file}: the sidecar is {kind}; make {SIDECAR_NAME} a regular JSON file, or remove "
+            "it to replay the recording as derived.",
+            file=file,
+        )
     try:
         data = Path(path).read_bytes()
         text = data.decode("utf-8")
@@ -245,6 +253,8 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Side
 
 def sidecar_is_bare_list(path: str | Path) -> bool:
     """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
+    if not_a_file(path) is not None:
+        return False
     try:
         return Path(path).read_text(encoding="utf-8").lstrip().startswith("[")
     except (OSError, UnicodeDecodeError):

@@ -10,6 +10,14 @@ from typing import Any
 import pydantic
 
 from ..errors import ConfigError
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    NonFiniteNumber,
+    finite_float,
+    finite_int,
+    line_of,
+    too_deep,
+)
 from ..models import ReplayConfig
 
 
@@ -18,6 +26,30 @@ def _location(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(document)"
+
+
+def _decode(text: str, file: str) -> Any:
+    """The config document: JSON when the name ends in .json, else TOML; numbers finite."""
+    if file.endswith(".json"):
+        try:
+            return json.loads(text, parse_float=finite_float, parse_int=finite_int,
+                              parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
+                              f"({exc.msg}).", file=file, line=exc.lineno) from None
+        except NonFiniteNumber:
+            raise
+        except ValueError as exc:
+            raise ConfigError(f"{file}: not valid JSON ({exc}).", file=file) from None
+    try:
+        return tomllib.loads(text, parse_float=finite_float)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
+                          file=file) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
 
 
 def load_serve_config(path: str | Path) -> ReplayConfig:
@@ -31,18 +63,16 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: the config file is not UTF-8 text.", file=file) from None
     data: Any
-    if file.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
-                              f"({exc.msg}).", file=file, line=exc.lineno) from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
-                              file=file) from None
+    if too_deep(text):
+        raise ConfigError(f"{file}: the config file is {DEPTH_PROBLEM}.", file=file)
+    try:
+        data = _decode(text, file)
+    except NonFiniteNumber as exc:
+        line = line_of(text, exc.literal)
+        raise ConfigError(f"{file}: line {line}: the number {exc.literal[:40]} is not finite; "
+                          "write a finite number.", file=file, line=line) from None
+    except RecursionError:
+        raise ConfigError(f"{file}: the config file is {DEPTH_PROBLEM}.", file=file) from None
     try:
         config = ReplayConfig.model_validate(data)
     except pydantic.ValidationError as exc:

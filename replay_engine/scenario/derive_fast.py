@@ -165,7 +165,7 @@ def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> Lo
             continue
         try:
             event = ev_decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             index = slow_line(raw, number, index, sink, file)
             continue
         kind = event.type

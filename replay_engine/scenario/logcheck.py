@@ -177,10 +177,10 @@ def _check_lines(
             continue
         try:
             event = decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             try:
                 event = line_decoder.decode(raw)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 checker.state = (open_key, first, last, count)
                 index = slow_line(raw, number, index, sink, file, warnings)
                 open_key, first, last, count = checker.state

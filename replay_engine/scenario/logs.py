@@ -7,7 +7,6 @@ skipping the payload of events derivation never reads.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import LogParseError
+from ..jsonlimits import DEPTH_PROBLEM
 from .jsonnumbers import as_safe_integer, is_number
 from .layout import not_a_file
 
@@ -49,6 +49,8 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
     """Decode one physical line; returns (blank, value). Raises LogParseError when malformed."""
     try:
         return False, _any_decoder.decode(raw)
+    except RecursionError:
+        raise too_deep_line_error(file, line) from None
     except msgspec.DecodeError as exc:
         stripped = raw.strip(_ASCII_WS)
         if not stripped:
@@ -67,6 +69,8 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
             return True, None
         try:
             return False, _any_decoder.decode(text.encode("utf-8"))
+        except RecursionError:
+            raise too_deep_line_error(file, line) from None
         except msgspec.DecodeError:
             raise LogParseError(
                 f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
@@ -74,6 +78,15 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
                 file=file,
                 line=line,
             ) from None
+
+
+def too_deep_line_error(file: str | None, line: int) -> LogParseError:
+    """The error for a line nested deeper than the JSON depth limit."""
+    return LogParseError(
+        f"{_where(file, line)}: the line is {DEPTH_PROBLEM}; fix or remove this line.",
+        file=file,
+        line=line,
+    )
 
 
 def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:

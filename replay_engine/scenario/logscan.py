@@ -114,7 +114,7 @@ def packed_fields(raw: bytes, kind: str) -> PackedFields | None:
     way (which either names its error or expands it member by member)."""
     try:
         row = _packed_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if row.type != kind:  # a repeated "type" key: the last one counts
         return None

@@ -12,6 +12,18 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import MAX_LISTED_PROBLEMS, SidecarError
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    NonFiniteNumber,
+    line_of,
+    too_deep,
+)
+from ..jsonlimits import (
+    finite_float as _finite_float,
+)
+from ..jsonlimits import (
+    finite_int as _finite_int,
+)
 from ..models import (
     AnyEntry,
     OverrideDocument,
@@ -144,21 +156,34 @@ def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = Non
 
 
 def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sidecar:
+    if too_deep(text):
+        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file)
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                         parse_int=_finite_int)
     except json.JSONDecodeError as exc:
         raise SidecarError(
             f"{file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}). {_FIX}",
             file=file,
             line=exc.lineno,
         ) from None
+    except NonFiniteNumber as exc:
+        line = line_of(text, exc.literal)
+        raise SidecarError(
+            f"{file}:{line}: the number {exc.literal[:40]} is not finite (JSON numbers must fit "
+            "a double; NaN and Infinity are not JSON); write a finite number.",
+            file=file,
+            line=line,
+        ) from None
+    except RecursionError:
+        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file) from None
     except ValueError as exc:
         raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
     return validate_sidecar(doc, file, derived_length=derived_length)
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise NonFiniteNumber(name)
 
 
 def _raw_at_problems(doc: dict[str, Any], derived_length: int | None) -> list[str]:

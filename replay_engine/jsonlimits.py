@@ -7,10 +7,15 @@ encoder on another route. Free of pydantic (``validate`` imports it).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from itertools import accumulate
 from typing import Any
+
+import msgspec
+
+from .errors import NonFiniteNumber as NonFiniteNumber
 
 MAX_JSON_DEPTH = 256
 """Arrays and objects nested deeper than this are refused wherever JSON is read."""
@@ -71,14 +76,6 @@ def line_of(text: str, needle: str) -> int:
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
-class NonFiniteNumber(ValueError):
-    """A number literal that is not a finite double (``1e999``, ``NaN``, ``Infinity``)."""
-
-    def __init__(self, literal: str) -> None:
-        super().__init__(f"{literal[:40]} is not a finite number")
-        self.literal = literal
-
-
 _MAX_DOUBLE_INT = int(1.7976931348623157e308)
 
 
@@ -96,3 +93,37 @@ def finite_int(literal: str) -> int:
     if len(literal) > 300 and abs(value) > _MAX_DOUBLE_INT:
         raise NonFiniteNumber(literal)
     return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\uXXXX`` escape: inside a JSON string
+    that is the same string again, and everywhere it is valid UTF-8."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps`` (non-ASCII kept) whose text always encodes as UTF-8: lone surrogates,
+    which ``JSON.parse`` accepts in input, are kept as their escapes (lossless)."""
+    return escape_surrogates(json.dumps(value, ensure_ascii=False, **options))
+
+
+_fast_encode = msgspec.json.Encoder().encode
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact JSON bytes of ``value`` (msgspec); a value holding a lone surrogate, which UTF-8
+    cannot carry, is re-encoded with it as a ``\\uXXXX`` escape (the same JSON string)."""
+    try:
+        return _fast_encode(value)
+    except UnicodeEncodeError:
+        return json_text(value, separators=(",", ":")).encode("utf-8")
+
+
+def non_finite_problem(literal: str) -> str:
+    """What is wrong with a refused number literal, in words."""
+    if literal in ("NaN", "Infinity", "-Infinity"):
+        return f"{literal} is not JSON (numbers must be finite); write a finite number"
+    return f"the number {literal[:40]} is not finite (it overflows a double); write a finite number"

@@ -21,6 +21,7 @@ from ..jsonlimits import (
     finite_float,
     finite_int,
     line_of,
+    non_finite_problem,
     too_deep,
 )
 from ..models import AnyEntry
@@ -149,7 +150,7 @@ def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
     except NonFiniteNumber as exc:
         line = line_of(text, exc.literal)
         raise EntryTextError(source, [EntryProblem(
-            "", line, 1, f"the number {exc.literal[:40]} is not finite; write a finite number"
+            "", line, 1, non_finite_problem(exc.literal)
         )]) from None
     except ValueError as exc:
         raise EntryTextError(source, [EntryProblem("", 1, 1, f"not valid JSON ({exc})")]) from None

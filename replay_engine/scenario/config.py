@@ -16,6 +16,7 @@ from ..jsonlimits import (
     finite_float,
     finite_int,
     line_of,
+    non_finite_problem,
     too_deep,
 )
 from ..models import ReplayConfig
@@ -69,8 +70,8 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
         data = _decode(text, file)
     except NonFiniteNumber as exc:
         line = line_of(text, exc.literal)
-        raise ConfigError(f"{file}: line {line}: the number {exc.literal[:40]} is not finite; "
-                          "write a finite number.", file=file, line=line) from None
+        raise ConfigError(f"{file}: line {line}: {non_finite_problem(exc.literal)}.",
+                          file=file, line=line) from None
     except RecursionError:
         raise ConfigError(f"{file}: the config file is {DEPTH_PROBLEM}.", file=file) from None
     try:

@@ -7,6 +7,8 @@ skipping the payload of events derivation never reads.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import LogParseError
-from ..jsonlimits import DEPTH_PROBLEM
+from ..jsonlimits import DEPTH_PROBLEM, NonFiniteNumber, finite_float, finite_int, too_deep
 from .jsonnumbers import as_safe_integer, is_number
 from .layout import not_a_file
 
@@ -68,16 +70,44 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
         if not text:
             return True, None
         try:
-            return False, _any_decoder.decode(text.encode("utf-8"))
+            return False, _any_decoder.decode(text.encode("utf-8", "surrogatepass"))
         except RecursionError:
             raise too_deep_line_error(file, line) from None
         except msgspec.DecodeError:
+            if _SURROGATE_ESCAPE.search(raw):
+                return False, _decode_with_surrogates(text, file, line)
             raise LogParseError(
                 f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
                 "session log must be one JSON value; fix or remove this line.",
                 file=file,
                 line=line,
             ) from None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _decode_with_surrogates(text: str, file: str | None, line: int) -> Any:
+    """A line holding a lone surrogate escape, which ``JSON.parse`` accepts and msgspec does
+    not: decoded by the standard library under the same rules (finite numbers, no constants)."""
+    if too_deep(text):
+        raise too_deep_line_error(file, line)
+    try:
+        return json.loads(text, parse_float=finite_float, parse_int=finite_int,
+                          parse_constant=_no_constant)
+    except RecursionError:
+        raise too_deep_line_error(file, line) from None
+    except ValueError as exc:  # JSONDecodeError, or a non-finite number
+        raise LogParseError(
+            f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
+            "session log must be one JSON value; fix or remove this line.",
+            file=file,
+            line=line,
+        ) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
 
 
 def too_deep_line_error(file: str | None, line: int) -> LogParseError:

@@ -16,6 +16,7 @@ from ..jsonlimits import (
     DEPTH_PROBLEM,
     NonFiniteNumber,
     line_of,
+    non_finite_problem,
     too_deep,
 )
 from ..jsonlimits import (
@@ -170,8 +171,7 @@ def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sid
     except NonFiniteNumber as exc:
         line = line_of(text, exc.literal)
         raise SidecarError(
-            f"{file}:{line}: the number {exc.literal[:40]} is not finite (JSON numbers must fit "
-            "a double; NaN and Infinity are not JSON); write a finite number.",
+            f"{file}:{line}: {non_finite_problem(exc.literal)}.",
             file=file,
             line=line,
         ) from None

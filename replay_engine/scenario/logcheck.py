@@ -14,7 +14,16 @@ from typing import Any
 
 import msgspec
 
-from .callkeys import Undefined, call_key, compaction_chunks, missing_chunk_error, unfinished_call_error
+from .callkeys import (
+    Undefined,
+    bad_chunk_error,
+    call_key,
+    chunk_shape_problem,
+    compaction_chunks,
+    missing_chunk_error,
+    unfinished_call_error,
+)
+from .chunkshape import CHUNK_SHAPES
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -74,6 +83,9 @@ class Checker:
         """One ``assistant/chunk``: open or continue the call under ``key``."""
         if chunk is None:
             raise missing_chunk_error(self.file, key, line)
+        problem = chunk_shape_problem(chunk)
+        if problem is not None:
+            raise bad_chunk_error(self.file, key, line, problem)
         if self._key != key:
             self._close()
             self._key = key
@@ -210,9 +222,14 @@ def _check_lines(
                     open_key = key
                     first = number
                 last = number
-                if type(chunk) is dict and chunk.get("type") == "finish":
+                ctype = chunk.get("type") if type(chunk) is dict else None
+                if ctype == "finish":
                     count += 1
                     open_key = None
+                if type(chunk) is not dict or (
+                    type(ctype) is str and ctype in CHUNK_SHAPES and chunk_shape_problem(chunk)
+                ):
+                    raise bad_chunk_error(file, key, number, str(chunk_shape_problem(chunk)))
             else:
                 checker.state = (open_key, first, last, count)
                 put((index, 0, key, chunk, None, number))

@@ -58,3 +58,22 @@ def test_inspect_json_on_a_symlink_loop_prints_json(tmp_path: Path) -> None:
     result = cli("inspect", "--json", str(looped))
     assert_typed_failure(result)
     assert json.loads(result.stdout)["code"] == "SCENARIO_NOT_FOUND"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["directory", "fifo", "loop"])
+async def test_reload_onto_a_bad_sidecar_keeps_the_last_good_scripts(scenario: Path,
+                                                                    kind: str) -> None:
+    import httpx
+
+    from replay_engine.server import serve_scenario
+
+    async with serve_scenario(scenario) as server, httpx.AsyncClient(base_url=server.url) as http:
+        before = (await http.get("/replay/v1/scripts")).json()
+        _make(scenario, SIDE, kind)
+        r = await http.post("/replay/v1/reload", json={})
+        assert r.status_code == 409 and r.json()["code"] == "SIDECAR_INVALID", r.text
+        assert (await http.get("/replay/v1/scripts")).json() == before
+        r = await http.post("/v1/chat/completions", json={
+            "model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text

@@ -97,3 +97,15 @@ async def test_every_route_serves_a_surrogate_as_an_escape(scenario: Path) -> No
                               if line.startswith(("data: {", "{"))
                               for t in _texts(json.loads(line.removeprefix("data: "))))
             assert "\ud83d" in got, (path, stream, r.text)
+
+
+@pytest.mark.anyio
+async def test_reload_onto_a_surrogate_sidecar_serves_it(scenario: Path) -> None:
+    async with serve_scenario(scenario) as server, httpx.AsyncClient(base_url=server.url) as http:
+        _sidecar(scenario, 2)
+        r = await http.post("/replay/v1/reload", json={})
+        assert r.status_code == 200, r.text
+        for _ in range(2):
+            r = await http.post("/v1/chat/completions", json={
+                "model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]})
+            assert r.status_code == 200 and "\ud83d" in "".join(_texts(r.json())), r.text

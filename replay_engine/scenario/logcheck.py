@@ -29,6 +29,7 @@ from .logs import (
     decode_line,
     ensure_log_file,
     header_fields,
+    too_deep_line_error,
     unreadable_log_error,
 )
 from .logscan import (
@@ -172,94 +173,98 @@ def _check_lines(
     decode = checked_decoder.decode
     keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
     event: CheckedEvent | LineEvent
-    for raw in lines:
-        number += 1
-        if header is None:
-            blank, value = decode_line(raw, file, number)
-            if blank:
+    try:  # free until raised: a value nested past what call keys can read
+        for raw in lines:
+            number += 1
+            if header is None:
+                blank, value = decode_line(raw, file, number)
+                if blank:
+                    continue
+                header = header_fields(value, file, number)
+                if value is not None and not isinstance(value, dict):
+                    warnings.append(non_object_warning(file, number, value))
+                if use_seed:
+                    start = sink.start = seed_start(float(header.get("seedLength", 0)))
+                    if start < 0:
+                        sink.pending = []
+                    direct = start == 0
                 continue
-            header = header_fields(value, file, number)
-            if value is not None and not isinstance(value, dict):
-                warnings.append(non_object_warning(file, number, value))
-            if use_seed:
-                start = sink.start = seed_start(float(header.get("seedLength", 0)))
-                if start < 0:
-                    sink.pending = []
-                direct = start == 0
-            continue
-        try:
-            event = decode(raw)
-        except (msgspec.DecodeError, RecursionError):
             try:
-                event = line_decoder.decode(raw)
+                event = decode(raw)
             except (msgspec.DecodeError, RecursionError):
+                try:
+                    event = line_decoder.decode(raw)
+                except (msgspec.DecodeError, RecursionError):
+                    checker.state = (open_key, first, last, count)
+                    index = slow_line(raw, number, index, sink, file, warnings)
+                    open_key, first, last, count = checker.state
+                    direct = sink.pending is None and index >= start
+                    continue
+                raw_envelope_warnings(raw, file, number, warnings)
+            kind = event.type
+            if kind == "assistant/chunk":
+                data = event.data
+                if data is None:
+                    turn = step = Undefined
+                    chunk = None
+                else:
+                    turn, step, chunk = data.turn, data.step, data.chunk
+                if type(turn) is int and type(step) is int:
+                    key = keys.get((turn, step))
+                    if key is None:
+                        key = keys[turn, step] = f"{turn}/{step}"
+                else:
+                    key = call_key(turn, step)
+                if direct:  # Checker.chunk, inlined
+                    if chunk is None:
+                        raise missing_chunk_error(file, key, number)
+                    if key != open_key:
+                        if open_key is not None:
+                            raise unfinished_call_error(file, open_key, count, first, last)
+                        open_key = key
+                        first = number
+                    last = number
+                    ctype = chunk.get("type") if type(chunk) is dict else None
+                    if ctype == "finish":
+                        count += 1
+                        open_key = None
+                    if type(chunk) is not dict or (
+                        type(ctype) is str and ctype in CHUNK_SHAPES and chunk_shape_problem(chunk)
+                    ):
+                        raise bad_chunk_error(file, key, number, str(chunk_shape_problem(chunk)))
+                else:
+                    checker.state = (open_key, first, last, count)
+                    put((index, 0, key, chunk, None, number))
+                    open_key, first, last, count = checker.state
+                    direct = sink.pending is None and index + 1 >= start
+                index += 1
+            elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
                 checker.state = (open_key, first, last, count)
-                index = slow_line(raw, number, index, sink, file, warnings)
+                fields = packed_fields(raw, kind)
+                if fields is None:
+                    index = slow_line(raw, number, index, sink, file)
+                else:
+                    row, payload = fields[0], fields[1]
+                    turn, step = row.data.turn, row.data.step
+                    plain = type(turn) is int and type(step) is int
+                    key = f"{turn}/{step}" if plain else call_key(turn, step)
+                    members: Sequence[int] = range(len(payload))
+                    if direct:
+                        checker.run(key, members, members, number)
+                    else:
+                        put((index, 2, key, members, members, number))
+                    index += len(payload)
                 open_key, first, last, count = checker.state
                 direct = sink.pending is None and index >= start
-                continue
-            raw_envelope_warnings(raw, file, number, warnings)
-        kind = event.type
-        if kind == "assistant/chunk":
-            data = event.data
-            if data is None:
-                turn = step = Undefined
-                chunk = None
-            else:
-                turn, step, chunk = data.turn, data.step, data.chunk
-            if type(turn) is int and type(step) is int:
-                key = keys.get((turn, step))
-                if key is None:
-                    key = keys[turn, step] = f"{turn}/{step}"
-            else:
-                key = call_key(turn, step)
-            if direct:  # Checker.chunk, inlined
-                if chunk is None:
-                    raise missing_chunk_error(file, key, number)
-                if key != open_key:
-                    if open_key is not None:
-                        raise unfinished_call_error(file, open_key, count, first, last)
-                    open_key = key
-                    first = number
-                last = number
-                ctype = chunk.get("type") if type(chunk) is dict else None
-                if ctype == "finish":
-                    count += 1
-                    open_key = None
-                if type(chunk) is not dict or (
-                    type(ctype) is str and ctype in CHUNK_SHAPES and chunk_shape_problem(chunk)
-                ):
-                    raise bad_chunk_error(file, key, number, str(chunk_shape_problem(chunk)))
-            else:
+            elif kind == "compaction/summary":
                 checker.state = (open_key, first, last, count)
-                put((index, 0, key, chunk, None, number))
-                open_key, first, last, count = checker.state
-                direct = sink.pending is None and index + 1 >= start
-            index += 1
-        elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
-            checker.state = (open_key, first, last, count)
-            fields = packed_fields(raw, kind)
-            if fields is None:
                 index = slow_line(raw, number, index, sink, file)
+                open_key, first, last, count = checker.state
+                direct = sink.pending is None and index >= start
             else:
-                row, payload = fields[0], fields[1]
-                turn, step = row.data.turn, row.data.step
-                key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
-                members: Sequence[int] = range(len(payload))
-                if direct:
-                    checker.run(key, members, members, number)
-                else:
-                    put((index, 2, key, members, members, number))
-                index += len(payload)
-            open_key, first, last, count = checker.state
-            direct = sink.pending is None and index >= start
-        elif kind == "compaction/summary":
-            checker.state = (open_key, first, last, count)
-            index = slow_line(raw, number, index, sink, file)
-            open_key, first, last, count = checker.state
-            direct = sink.pending is None and index >= start
-        else:
-            index += 1
+                index += 1
+    except RecursionError:
+        raise too_deep_line_error(file, number) from None
     checker.state = (open_key, first, last, count)
     sink.flush(index)
     calls = checker.finish()

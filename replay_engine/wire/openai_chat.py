@@ -106,6 +106,8 @@ class _Blocks:
         """The wire ``delta`` a content chunk maps to (None for framing chunks)."""
         kind = chunk.get("type")
         index = chunk.get("index")
+        if isinstance(index, list | dict):  # a block is keyed by its index: make it hashable
+            index = repr(index)
         if kind == "text-delta":
             self.had_delta.add(index)
             return {"content": chunk.get("text", "")}

@@ -123,3 +123,23 @@ def test_non_finite_number_in_chunks_file(scenario: Path, tmp_path: Path) -> Non
     result = cli("override", str(scenario), "--at", "0", "--chunks-file", str(chunks))
     assert_typed_failure(result, "SIDECAR_INVALID")
     assert "chunks.json:2:1: the number -1e400 is not finite" in result.stderr
+
+
+def test_deep_call_key_on_the_fast_path(scenario: Path) -> None:
+    # The decoder takes 600 levels; reading the call key from them must not overflow either.
+    turn = "[" * 600 + "1" + "]" * 600
+    line = _append_line(scenario / "session.jsonl", '{"type":"assistant/chunk","seq":99,"time":1,'
+                        '"data":{"turn":' + turn + ',"step":1,"chunk":{"type":"finish"}}}')
+    for command in (["validate"], ["inspect", "--json"], ["inspect"]):
+        result = cli(*command, str(scenario))
+        assert_typed_failure(result)
+        assert f"session.jsonl:{line}: the line is nested deeper than" in (
+            result.stdout + result.stderr)
+
+
+def test_unhashable_index_is_summarised(scenario: Path) -> None:
+    (scenario / SIDE).write_text(json.dumps([{"kind": "chunks", "chunks": [
+        {"type": "tool-call-delta", "index": {"a": 1}, "id": "c", "name": "t",
+         "argumentsDelta": "{}"}, {"type": "finish", "reason": {"kind": "stop"}}]}]))
+    result = cli("inspect", str(scenario))
+    assert result.returncode == 0 and "tools: t" in result.stdout, result.stderr

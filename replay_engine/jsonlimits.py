@@ -7,7 +7,6 @@ encoder on another route. Free of pydantic (``validate`` imports it).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from itertools import accumulate
@@ -107,6 +106,8 @@ def escape_surrogates(text: str) -> str:
 def json_text(value: Any, **options: Any) -> str:
     """``json.dumps`` (non-ASCII kept) whose text always encodes as UTF-8: lone surrogates,
     which ``JSON.parse`` accepts in input, are kept as their escapes (lossless)."""
+    import json  # only writers need it: ``validate`` does not pay for the import
+
     return escape_surrogates(json.dumps(value, ensure_ascii=False, **options))
 
 

@@ -17,6 +17,9 @@ is allowed: a recorded chunk whose text is not a string could not be served. (A 
 ``usage`` or ``reason`` that is not an object is served as if absent: SPEC 4a accepts any
 non-null ``rawOutput`` block and any ``usage`` value from a compaction.)"""
 
+TEXT_FIELDS: dict[str, str] = {kind: shape[0] for kind, shape in CHUNK_SHAPES.items()}
+"""The string field of each chunk type that has one (the fast checks read only these)."""
+
 _KINDS: dict[type, str] = {str: "a string", dict: "an object"}
 
 

@@ -20,6 +20,7 @@ from ..jsonlimits import (
     too_deep,
 )
 from ..models import ReplayConfig
+from .layout import not_a_file
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -56,6 +57,10 @@ def _no_constant(name: str) -> Any:
 def load_serve_config(path: str | Path) -> ReplayConfig:
     """Read and validate a ``--config`` file (TOML, or JSON when it ends in .json)."""
     file = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise ConfigError(f"{file}: the config file is {kind}; pass a TOML or JSON file.",
+                          file=file)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

@@ -21,10 +21,13 @@ from .callkeys import (
     missing_chunk_error,
     unfinished_call_error,
 )
-from .chunkshape import CHUNK_SHAPES
+from .chunkshape import TEXT_FIELDS
 from .logscan import NO_TIME
 
 __all__ = ["Deriver", "call_key", "derive_replay_script", "js_string"]
+
+
+_text_field = TEXT_FIELDS.get
 
 
 class Deriver:
@@ -85,8 +88,8 @@ class Deriver:
         if chunk is None:
             raise missing_chunk_error(self.file, key, line)
         if type(chunk) is not dict or (
-            type(kind := chunk.get("type")) is str and kind in CHUNK_SHAPES
-            and chunk_shape_problem(chunk)
+            type(kind := chunk.get("type")) is str and (field := _text_field(kind)) is not None
+            and type(chunk.get(field, "")) is not str
         ):
             raise bad_chunk_error(self.file, key, line, str(chunk_shape_problem(chunk)))
         if self._key != key:

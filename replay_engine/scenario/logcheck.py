@@ -23,7 +23,7 @@ from .callkeys import (
     missing_chunk_error,
     unfinished_call_error,
 )
-from .chunkshape import CHUNK_SHAPES
+from .chunkshape import TEXT_FIELDS
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -171,6 +171,7 @@ def _check_lines(
     index = 0
     number = 0
     decode = checked_decoder.decode
+    text_field = TEXT_FIELDS.get
     keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
     event: CheckedEvent | LineEvent
     try:  # free until raised: a value nested past what call keys can read
@@ -201,6 +202,12 @@ def _check_lines(
                     direct = sink.pending is None and index >= start
                     continue
                 raw_envelope_warnings(raw, file, number, warnings)
+                loose = event.data
+                if event.type == "assistant/chunk" and loose is not None and loose.chunk is not None:
+                    problem = chunk_shape_problem(loose.chunk)
+                    if problem is not None:
+                        where = call_key(loose.turn, loose.step)
+                        raise bad_chunk_error(file, where, number, problem) from None
             kind = event.type
             if kind == "assistant/chunk":
                 data = event.data
@@ -224,14 +231,15 @@ def _check_lines(
                         open_key = key
                         first = number
                     last = number
-                    ctype = chunk.get("type") if type(chunk) is dict else None
+                    ctype = chunk.get("type")  # chunk: an object (the decoder saw to it)
                     if ctype == "finish":
                         count += 1
                         open_key = None
-                    if type(chunk) is not dict or (
-                        type(ctype) is str and ctype in CHUNK_SHAPES and chunk_shape_problem(chunk)
-                    ):
-                        raise bad_chunk_error(file, key, number, str(chunk_shape_problem(chunk)))
+                    elif type(ctype) is str:
+                        field = text_field(ctype)
+                        if field is not None and type(chunk.get(field, "")) is not str:
+                            problem = str(chunk_shape_problem(chunk))
+                            raise bad_chunk_error(file, key, number, problem)
                 else:
                     checker.state = (open_key, first, last, count)
                     put((index, 0, key, chunk, None, number))

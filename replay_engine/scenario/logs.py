@@ -7,7 +7,6 @@ skipping the payload of events derivation never reads.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -90,6 +89,8 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 def _decode_with_surrogates(text: str, file: str | None, line: int) -> Any:
     """A line holding a lone surrogate escape, which ``JSON.parse`` accepts and msgspec does
     not: decoded by the standard library under the same rules (finite numbers, no constants)."""
+    import json  # rare: only lines msgspec refuses that hold a surrogate escape
+
     if too_deep(text):
         raise too_deep_line_error(file, line)
     try:

@@ -52,6 +52,13 @@ class LineEvent(msgspec.Struct, gc=False):
 _Number = int | float | msgspec.UnsetType
 
 
+class _CheckedChunkData(msgspec.Struct, gc=False):
+    turn: Any = Undefined
+    step: Any = Undefined
+    chunk: dict[str, Any] | None = None
+    """An object or nothing: any other chunk is decoded again by ``LineEvent`` and checked."""
+
+
 class CheckedEvent(msgspec.Struct, gc=False):
     """``LineEvent`` whose ``seq`` and ``time``, when present, are numbers.
 
@@ -63,7 +70,7 @@ class CheckedEvent(msgspec.Struct, gc=False):
     type: Any = None
     seq: _Number = msgspec.UNSET
     time: _Number = NO_TIME
-    data: _ChunkData | None = None
+    data: _CheckedChunkData | None = None
 
 
 class _Envelope(msgspec.Struct, gc=False):

@@ -77,3 +77,15 @@ async def test_reload_onto_a_bad_sidecar_keeps_the_last_good_scripts(scenario: P
         r = await http.post("/v1/chat/completions", json={
             "model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "loop"])
+def test_chunks_file_and_config_that_are_not_files(scenario: Path, tmp_path: Path,
+                                                   kind: str) -> None:
+    target = _make(tmp_path, "input.json", kind)
+    result = cli("override", str(scenario), "--at", "0", "--chunks-file", str(target))
+    assert_typed_failure(result, "INPUT")
+    assert "input.json: the --chunks-file is" in result.stderr
+    result = cli("serve", str(scenario), "--config", str(target))
+    assert_typed_failure(result, "CONFIG")
+    assert "input.json: the config file is" in result.stderr

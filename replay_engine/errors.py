@@ -24,6 +24,8 @@ JSON location, the call and what to do about it::
     ├── BadRequest                   a request the server refuses (400 / 413) before the engine
     │   └── ClientGone               CLIENT_CLOSED: the client left before its body arrived
     └── ServerUnreachableError       SERVER_UNREACHABLE: the demo agent found no replay server
+    NonFiniteNumber (ValueError)     a JSON number literal that is not a finite double (internal;
+                                     readers turn it into their file's typed error)
 
 Codes raised under more than one class, or checked for elsewhere, are constants here.
 """
@@ -285,3 +287,11 @@ class ServerUnreachableError(ReplayError):
     """The replay server could not be reached, or did not answer like one."""
 
     code = "SERVER_UNREACHABLE"
+
+
+class NonFiniteNumber(ValueError):
+    """A number literal that is not a finite double (``1e999``, ``NaN``, ``Infinity``)."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(f"{literal[:40]} is not a finite number")
+        self.literal = literal

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from .scenario.chunkshape import chunk_shape_problem
 from .scenario.jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from .scenario.jsonnumbers import as_safe_integer as as_safe_integer
 from .scenario.jsonnumbers import is_number as is_number
@@ -49,6 +50,9 @@ def _check_chunk(value: object) -> dict[str, Any]:
     if not isinstance(kind, str) or kind not in CHUNK_TYPES:
         allowed = ", ".join(sorted(CHUNK_TYPES))
         raise ValueError(f"chunk type {kind!r} is not one of: {allowed}")
+    problem = chunk_shape_problem(value)
+    if problem is not None:
+        raise ValueError(problem.removeprefix("the ").replace(f"{kind} chunk's ", "", 1))
     return value
 
 

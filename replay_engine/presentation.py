@@ -30,7 +30,9 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
             text.append(chunk["text"])
         elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str):
             # A name repeated on every delta of one tool block names one call.
-            tools.setdefault((chunk.get("index"), chunk.get("id")), chunk["name"])
+            key = (chunk.get("index"), chunk.get("id"))
+            tools.setdefault(key if all(isinstance(k, str | int | float | None) for k in key)
+                             else (repr(key[0]), repr(key[1])), chunk["name"])
         elif kind == "block-end":
             block = chunk.get("block")
             if isinstance(block, dict) and not text and block.get("type") == "text":

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..errors import OVERRIDE_EDIT, SidecarError
 from ..files import fingerprint
+from ..jsonlimits import json_text
 from ..models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry
 from ..scenario.sidecar import Sidecar, parse_sidecar_text
 
@@ -110,7 +111,8 @@ class SavedSidecar:
 
 
 def render_document(document: Any) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    """The sidecar text for a document: indented, UTF-8 safe (lone surrogates kept escaped)."""
+    return json_text(document, indent=2) + "\n"
 
 
 def edit_error(message: str, path: Path, location: str) -> SidecarError:

@@ -15,6 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import EntryProblem, EntryTextError, SidecarError
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    NonFiniteNumber,
+    finite_float,
+    finite_int,
+    line_of,
+    non_finite_problem,
+    too_deep,
+)
 from ..models import AnyEntry
 from ..scenario.sidecar import validate_entry
 
@@ -122,17 +131,27 @@ class _Locator:
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise NonFiniteNumber(name)
 
 
 def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
     """An entry from JSON text: a list of chunks (a ``chunks`` entry) or a whole entry object."""
+    if too_deep(text):
+        raise EntryTextError(source, [EntryProblem("", 1, 1, DEPTH_PROBLEM)])
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=finite_float,
+                         parse_int=finite_int)
     except json.JSONDecodeError as exc:
         raise EntryTextError(
             source, [EntryProblem("", exc.lineno, exc.colno, f"not valid JSON ({exc.msg})")]
         ) from None
+    except RecursionError:
+        raise EntryTextError(source, [EntryProblem("", 1, 1, DEPTH_PROBLEM)]) from None
+    except NonFiniteNumber as exc:
+        line = line_of(text, exc.literal)
+        raise EntryTextError(source, [EntryProblem(
+            "", line, 1, non_finite_problem(exc.literal)
+        )]) from None
     except ValueError as exc:
         raise EntryTextError(source, [EntryProblem("", 1, 1, f"not valid JSON ({exc})")]) from None
     bare = isinstance(doc, list)

@@ -76,6 +76,11 @@ def _command_of(argv: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dsh-replay``."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # A lone surrogate from a scenario's JSON prints as its \u escape (the same JSON).
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     handler: Handler = args.handler
@@ -87,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        print(f"dsh-replay: error: {exc}", file=sys.stderr)
+        print(f"dsh-replay: error [IO]: {exc}", file=sys.stderr)
         return 1
 
 

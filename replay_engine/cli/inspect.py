@@ -72,7 +72,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
     except ReplayError as exc:
         if args.json:
-            print(json.dumps({"ok": False, "error": exc.message}))
+            print(json.dumps({"ok": False, "error": exc.message, "code": exc.code}))
             return 1
         raise
     if args.json:

@@ -20,6 +20,7 @@ from ..authoring.draft import EntryComparison, OverrideDraft, SavedSidecar
 from ..authoring.unfinished import open_draft
 from ..errors import InputError
 from ..presentation import summarize_entry
+from ..scenario.layout import not_a_file
 
 _USAGE = (
     "dsh-replay override SCENARIO (--at N [--at N…] | --append) "
@@ -86,6 +87,10 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def _read_chunks_file(name: str) -> str:
+    kind = not_a_file(name)
+    if kind is not None:
+        raise InputError(f"{name}: the --chunks-file is {kind}; pass a JSON file holding a list "
+                         "of chunks or an entry.", file=name)
     try:
         return Path(name).read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -13,13 +13,14 @@ from typing import Any
 import msgspec
 
 from ..errors import ScriptExhaustedError, UnrecordedSessionError
+from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from ..scenario.placeholders import MARKER, resolve_scripted_entry
 from . import events as ev
 from .state import Binding, Call, CallRecord, Run, session_label
 
 _MARKER_BYTES = MARKER.encode()
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 
 
 def bind_call(

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from ..errors import UNFINISHED_CALL, DerivationError
+from .chunkshape import chunk_shape_problem as chunk_shape_problem
 
 
 class _UndefinedType:
@@ -91,6 +92,19 @@ def missing_chunk_error(file: str | None, key: str, line: int) -> DerivationErro
     return DerivationError(
         f"{file or '<log>'}:{line}: assistant/chunk event of call {key} has no "
         "data.chunk; restore the chunk or remove the event.",
+        call_key=key,
+        file=file,
+        line=line,
+    )
+
+
+def bad_chunk_error(file: str | None, key: str, line: int, problem: str) -> DerivationError:
+    """A recorded chunk no wire dialect can serve (SPEC 4's chunk rule, applied to logs)."""
+    return DerivationError(
+        f"{file or '<log>'}:{line}: assistant/chunk event of call {key}: {problem}; every "
+        "recorded chunk must be an object whose text and argumentsDelta are strings and whose "
+        "block, usage and reason are objects. Fix the chunk, or replace the call with a "
+        "replay.override.json patch.",
         call_key=key,
         file=file,
         line=line,

@@ -28,12 +28,18 @@ def check_scenario(path: str) -> tuple[list[str], list[str]]:
     without the models unless a sidecar is there to validate.
     """
     try:
-        primary, sidecar, children = scenario_files(path)
+        return _check_scenario(path)
     except ReplayError as exc:
         return [exc.message], []
+    except OSError as exc:  # a file that vanished or turned unreadable while being checked
+        return [f"{exc.filename or path}: cannot read ({exc.strerror or exc})"], []
+
+
+def _check_scenario(path: str) -> tuple[list[str], list[str]]:
+    primary, sidecar, children = scenario_files(path)
     problems: list[str] = []
     warnings: list[str] = []
-    has_sidecar = sidecar.is_file()
+    has_sidecar = os.path.lexists(sidecar)
     replaces = False
     if has_sidecar:
         from .sidecar import sidecar_is_bare_list

@@ -10,7 +10,17 @@ from typing import Any
 import pydantic
 
 from ..errors import ConfigError
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    NonFiniteNumber,
+    finite_float,
+    finite_int,
+    line_of,
+    non_finite_problem,
+    too_deep,
+)
 from ..models import ReplayConfig
+from .layout import not_a_file
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -20,9 +30,37 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return out or "(document)"
 
 
+def _decode(text: str, file: str) -> Any:
+    """The config document: JSON when the name ends in .json, else TOML; numbers finite."""
+    if file.endswith(".json"):
+        try:
+            return json.loads(text, parse_float=finite_float, parse_int=finite_int,
+                              parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
+                              f"({exc.msg}).", file=file, line=exc.lineno) from None
+        except NonFiniteNumber:
+            raise
+        except ValueError as exc:
+            raise ConfigError(f"{file}: not valid JSON ({exc}).", file=file) from None
+    try:
+        return tomllib.loads(text, parse_float=finite_float)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
+                          file=file) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
 def load_serve_config(path: str | Path) -> ReplayConfig:
     """Read and validate a ``--config`` file (TOML, or JSON when it ends in .json)."""
     file = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise ConfigError(f"{file}: the config file is {kind}; pass a TOML or JSON file.",
+                          file=file)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -31,18 +69,16 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: the config file is not UTF-8 text.", file=file) from None
     data: Any
-    if file.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{file}: line {exc.lineno}, column {exc.colno}: not valid JSON "
-                              f"({exc.msg}).", file=file, line=exc.lineno) from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML ({exc}); use a .json name for JSON.",
-                              file=file) from None
+    if too_deep(text):
+        raise ConfigError(f"{file}: the config file is {DEPTH_PROBLEM}.", file=file)
+    try:
+        data = _decode(text, file)
+    except NonFiniteNumber as exc:
+        line = line_of(text, exc.literal)
+        raise ConfigError(f"{file}: line {line}: {non_finite_problem(exc.literal)}.",
+                          file=file, line=line) from None
+    except RecursionError:
+        raise ConfigError(f"{file}: the config file is {DEPTH_PROBLEM}.", file=file) from None
     try:
         config = ReplayConfig.model_validate(data)
     except pydantic.ValidationError as exc:

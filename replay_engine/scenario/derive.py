@@ -13,15 +13,21 @@ from typing import Any
 from ..models import ChunksEntry, ScriptEntry
 from .callkeys import (
     Undefined,
+    bad_chunk_error,
     call_key,
+    chunk_shape_problem,
     compaction_chunks,
     js_string,
     missing_chunk_error,
     unfinished_call_error,
 )
+from .chunkshape import TEXT_FIELDS
 from .logscan import NO_TIME
 
 __all__ = ["Deriver", "call_key", "derive_replay_script", "js_string"]
+
+
+_text_field = TEXT_FIELDS.get
 
 
 class Deriver:
@@ -81,6 +87,11 @@ class Deriver:
         """One ``assistant/chunk``: open or continue the group under ``key``."""
         if chunk is None:
             raise missing_chunk_error(self.file, key, line)
+        if type(chunk) is not dict or (
+            type(kind := chunk.get("type")) is str and (field := _text_field(kind)) is not None
+            and type(chunk.get(field, "")) is not str
+        ):
+            raise bad_chunk_error(self.file, key, line, str(chunk_shape_problem(chunk)))
         if self._key != key:
             if self._key is not None:
                 self._close()

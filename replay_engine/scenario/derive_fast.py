@@ -23,7 +23,14 @@ import msgspec
 from ..models import ScriptEntry, SessionHeader
 from .callkeys import Undefined, call_key
 from .derive import Deriver
-from .logs import PACKED_CHUNK_TYPES, decode_line, header_from_value, unreadable_log_error
+from .logs import (
+    PACKED_CHUNK_TYPES,
+    decode_line,
+    ensure_log_file,
+    header_from_value,
+    too_deep_line_error,
+    unreadable_log_error,
+)
 from .logscan import PackedFields, Sink, gc_paused, line_decoder, packed_fields, seed_start, slow_line
 
 __all__ = ["DerivingSink", "LoadedLog", "derive_lines", "derive_log_bytes", "load_log"]
@@ -56,6 +63,7 @@ class LoadedLog:
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None) -> LoadedLog:
     """Stream a log file from disk, derive its script; slice by the header's seedLength if asked."""
     file = name or str(path)
+    ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
             return derive_lines(handle, file, seed_length)
@@ -142,62 +150,65 @@ def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> Lo
     ev_decode = line_decoder.decode
     texts_seen: dict[str, str] = {}
     keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
-    for raw in lines:
-        number += 1
-        if header is None:
-            blank, value = decode_line(raw, file, number)
-            if blank:
+    try:  # free until raised: a value nested past what call keys can read
+        for raw in lines:
+            number += 1
+            if header is None:
+                blank, value = decode_line(raw, file, number)
+                if blank:
+                    continue
+                header = header_from_value(value, file, number)
+                if use_seed:
+                    seed = header.seedLength
+                    start = sink.start = seed_start(seed)
+                    if start < 0:
+                        sink.pending = []
+                    direct = start == 0
                 continue
-            header = header_from_value(value, file, number)
-            if use_seed:
-                seed = header.seedLength
-                start = sink.start = seed_start(seed)
-                if start < 0:
-                    sink.pending = []
-                direct = start == 0
-            continue
-        try:
-            event = ev_decode(raw)
-        except msgspec.DecodeError:
-            index = slow_line(raw, number, index, sink, file)
-            continue
-        kind = event.type
-        if kind == "assistant/chunk":
-            data = event.data
-            if data is None:
-                turn = step = Undefined
-                chunk = None
-            else:
-                turn, step, chunk = data.turn, data.step, data.chunk
-            if type(turn) is int and type(step) is int:
-                key = keys.get((turn, step))
-                if key is None:
-                    key = keys[turn, step] = f"{turn}/{step}"
-            else:
-                key = call_key(turn, step)
-            if direct:
-                add_chunk(key, chunk, event.time, number)
-            else:
-                put((index, 0, key, chunk, event.time, number))
-                direct = sink.pending is None and index + 1 >= start
-            index += 1
-        elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
-            run = _packed_run(raw, kind, texts_seen, deriver)
-            if run is None:
+            try:
+                event = ev_decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                index = slow_line(raw, number, index, sink, file)
+                continue
+            kind = event.type
+            if kind == "assistant/chunk":
+                data = event.data
+                if data is None:
+                    turn = step = Undefined
+                    chunk = None
+                else:
+                    turn, step, chunk = data.turn, data.step, data.chunk
+                if type(turn) is int and type(step) is int:
+                    key = keys.get((turn, step))
+                    if key is None:
+                        key = keys[turn, step] = f"{turn}/{step}"
+                else:
+                    key = call_key(turn, step)
+                if direct:
+                    add_chunk(key, chunk, event.time, number)
+                else:
+                    put((index, 0, key, chunk, event.time, number))
+                    direct = sink.pending is None and index + 1 >= start
+                index += 1
+            elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
+                run = _packed_run(raw, kind, texts_seen, deriver)
+                if run is None:
+                    index = slow_line(raw, number, index, sink, file)
+                    direct = sink.pending is None and index >= start
+                else:
+                    key, chunks, times = run
+                    if direct:
+                        add_run(key, chunks, times, number)
+                    else:
+                        put((index, 2, key, chunks, times, number))
+                    index += len(chunks)
+                    direct = sink.pending is None and index >= start
+            elif kind == "compaction/summary":
                 index = slow_line(raw, number, index, sink, file)
                 direct = sink.pending is None and index >= start
             else:
-                key, chunks, times = run
-                if direct:
-                    add_run(key, chunks, times, number)
-                else:
-                    put((index, 2, key, chunks, times, number))
-                index += len(chunks)
-                direct = sink.pending is None and index >= start
-        elif kind == "compaction/summary":
-            index = slow_line(raw, number, index, sink, file)
-            direct = sink.pending is None and index >= start
-        else:
-            index += 1
+                index += 1
+    except RecursionError:
+        raise too_deep_line_error(file, number) from None
     entries = sink.finish(index)
     return LoadedLog(header or SessionHeader(), entries, index, deriver.untimed)

@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 
 from ..errors import ScenarioNotFoundError
@@ -19,6 +21,12 @@ CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
 def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
     """The primary log, the sidecar and the child logs (by N) a scenario directory holds."""
     root = Path(path)
+    kind = not_a_file(root)
+    if kind is not None and kind.startswith(("a symbolic link", "not readable")):
+        raise ScenarioNotFoundError(
+            f"{root}: the scenario path is {kind}; pass a directory holding session.jsonl.",
+            file=str(root),
+        )
     if not root.exists():
         raise ScenarioNotFoundError(
             f"{root}: no such scenario directory; pass a directory holding session.jsonl.",
@@ -30,9 +38,17 @@ def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
             file=str(root),
         )
     children: list[tuple[int, str]] = []
-    for entry in os.scandir(root):
-        # Whatever holds a child's name is one (a directory or a dangling link fails to load
-        # later, naming it): skipping it would replay fewer sessions than were recorded.
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        raise ScenarioNotFoundError(
+            f"{root}: cannot list the scenario directory ({exc.strerror or exc}); make it "
+            "readable (and searchable) by this user.",
+            file=str(root),
+        ) from None
+    for entry in entries:
+        # Whatever holds a child's name is one (a directory, FIFO or dangling link fails to
+        # load later, naming it): skipping it would replay fewer sessions than were recorded.
         match = CHILD_RE.match(entry.name)
         if match:
             children.append((int(match.group(1)), entry.path))
@@ -47,3 +63,25 @@ def missing_primary_error(file: str | None, where: str) -> ScenarioNotFoundError
         f"({PRIMARY_NAME}) or supply a bare-list {SIDECAR_NAME} that replaces its script.",
         file=file,
     )
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as a file (a directory, FIFO, device, symlink loop, dangling
+    link), or None when it is a regular file or absent. Stats only: a FIFO is never opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        return f"not readable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a file"
+    return "not a regular file"

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import (
     UNFINISHED_CALL,
     DerivationError,
+    InputError,
     ReplayError,
     ScenarioNotFoundError,
     SidecarError,
@@ -23,7 +24,7 @@ from .layout import CHILD_RE as CHILD_RE
 from .layout import PRIMARY_NAME as PRIMARY_NAME
 from .layout import missing_primary_error as _missing_primary_error
 from .layout import scenario_files
-from .logs import decode_line, header_from_value, unreadable_log_error
+from .logs import decode_line, ensure_log_file, header_from_value, unreadable_log_error
 from .sidecar import (
     Sidecar,
     SidecarForm,
@@ -99,7 +100,7 @@ def _read_sidecar(config: ReplayConfig) -> Sidecar | None:
     if not config.overrideFile:
         return None
     path = Path(config.overrideFile)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     return load_sidecar(path)
 
@@ -130,6 +131,15 @@ def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
 
 def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
     """Load every script a config names, ordered and with the sidecar applied."""
+    try:
+        return _load_scenario_config(config, root)
+    except OSError as exc:  # a file that vanished or turned unreadable while loading
+        name = str(exc.filename or config.file or "scenario")
+        raise InputError(f"{name}: cannot read ({exc.strerror or exc}); make the scenario's "
+                         "files readable regular files.", file=name, code="IO") from None
+
+
+def _load_scenario_config(config: ReplayConfig, root: Path | None) -> Scenario:
     try:
         sidecar = _read_sidecar(config)
     except SidecarError as exc:
@@ -218,6 +228,7 @@ def load_child_log(path: Path) -> LoadedLog:
 def read_header(path: Path) -> SessionHeader:
     """Read only the header line of a log."""
     file = str(path)
+    ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, 1):

@@ -14,8 +14,24 @@ from typing import Any
 
 import msgspec
 
-from .callkeys import Undefined, call_key, compaction_chunks, missing_chunk_error, unfinished_call_error
-from .logs import PACKED_CHUNK_TYPES, decode_line, header_fields, unreadable_log_error
+from .callkeys import (
+    Undefined,
+    bad_chunk_error,
+    call_key,
+    chunk_shape_problem,
+    compaction_chunks,
+    missing_chunk_error,
+    unfinished_call_error,
+)
+from .chunkshape import TEXT_FIELDS
+from .logs import (
+    PACKED_CHUNK_TYPES,
+    decode_line,
+    ensure_log_file,
+    header_fields,
+    too_deep_line_error,
+    unreadable_log_error,
+)
 from .logscan import (
     CheckedEvent,
     LineEvent,
@@ -68,6 +84,9 @@ class Checker:
         """One ``assistant/chunk``: open or continue the call under ``key``."""
         if chunk is None:
             raise missing_chunk_error(self.file, key, line)
+        problem = chunk_shape_problem(chunk)
+        if problem is not None:
+            raise bad_chunk_error(self.file, key, line, problem)
         if self._key != key:
             self._close()
             self._key = key
@@ -120,6 +139,7 @@ def check_log(
     The warnings go to ``warnings`` when given, so those found before an error are kept.
     """
     file = name or str(path)
+    ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
             return _check_lines(handle, file, seed_length, [] if warnings is None else warnings)
@@ -151,91 +171,108 @@ def _check_lines(
     index = 0
     number = 0
     decode = checked_decoder.decode
+    text_field = TEXT_FIELDS.get
     keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
     event: CheckedEvent | LineEvent
-    for raw in lines:
-        number += 1
-        if header is None:
-            blank, value = decode_line(raw, file, number)
-            if blank:
+    try:  # free until raised: a value nested past what call keys can read
+        for raw in lines:
+            number += 1
+            if header is None:
+                blank, value = decode_line(raw, file, number)
+                if blank:
+                    continue
+                header = header_fields(value, file, number)
+                if value is not None and not isinstance(value, dict):
+                    warnings.append(non_object_warning(file, number, value))
+                if use_seed:
+                    start = sink.start = seed_start(float(header.get("seedLength", 0)))
+                    if start < 0:
+                        sink.pending = []
+                    direct = start == 0
                 continue
-            header = header_fields(value, file, number)
-            if value is not None and not isinstance(value, dict):
-                warnings.append(non_object_warning(file, number, value))
-            if use_seed:
-                start = sink.start = seed_start(float(header.get("seedLength", 0)))
-                if start < 0:
-                    sink.pending = []
-                direct = start == 0
-            continue
-        try:
-            event = decode(raw)
-        except msgspec.DecodeError:
             try:
-                event = line_decoder.decode(raw)
-            except msgspec.DecodeError:
+                event = decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                try:
+                    event = line_decoder.decode(raw)
+                except (msgspec.DecodeError, RecursionError):
+                    checker.state = (open_key, first, last, count)
+                    index = slow_line(raw, number, index, sink, file, warnings)
+                    open_key, first, last, count = checker.state
+                    direct = sink.pending is None and index >= start
+                    continue
+                raw_envelope_warnings(raw, file, number, warnings)
+                loose = event.data
+                if event.type == "assistant/chunk" and loose is not None and loose.chunk is not None:
+                    problem = chunk_shape_problem(loose.chunk)
+                    if problem is not None:
+                        where = call_key(loose.turn, loose.step)
+                        raise bad_chunk_error(file, where, number, problem) from None
+            kind = event.type
+            if kind == "assistant/chunk":
+                data = event.data
+                if data is None:
+                    turn = step = Undefined
+                    chunk = None
+                else:
+                    turn, step, chunk = data.turn, data.step, data.chunk
+                if type(turn) is int and type(step) is int:
+                    key = keys.get((turn, step))
+                    if key is None:
+                        key = keys[turn, step] = f"{turn}/{step}"
+                else:
+                    key = call_key(turn, step)
+                if direct:  # Checker.chunk, inlined
+                    if chunk is None:
+                        raise missing_chunk_error(file, key, number)
+                    if key != open_key:
+                        if open_key is not None:
+                            raise unfinished_call_error(file, open_key, count, first, last)
+                        open_key = key
+                        first = number
+                    last = number
+                    ctype = chunk.get("type")  # chunk: an object (the decoder saw to it)
+                    if ctype == "finish":
+                        count += 1
+                        open_key = None
+                    elif type(ctype) is str:
+                        field = text_field(ctype)
+                        if field is not None and type(chunk.get(field, "")) is not str:
+                            problem = str(chunk_shape_problem(chunk))
+                            raise bad_chunk_error(file, key, number, problem)
+                else:
+                    checker.state = (open_key, first, last, count)
+                    put((index, 0, key, chunk, None, number))
+                    open_key, first, last, count = checker.state
+                    direct = sink.pending is None and index + 1 >= start
+                index += 1
+            elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
                 checker.state = (open_key, first, last, count)
-                index = slow_line(raw, number, index, sink, file, warnings)
+                fields = packed_fields(raw, kind)
+                if fields is None:
+                    index = slow_line(raw, number, index, sink, file)
+                else:
+                    row, payload = fields[0], fields[1]
+                    turn, step = row.data.turn, row.data.step
+                    plain = type(turn) is int and type(step) is int
+                    key = f"{turn}/{step}" if plain else call_key(turn, step)
+                    members: Sequence[int] = range(len(payload))
+                    if direct:
+                        checker.run(key, members, members, number)
+                    else:
+                        put((index, 2, key, members, members, number))
+                    index += len(payload)
                 open_key, first, last, count = checker.state
                 direct = sink.pending is None and index >= start
-                continue
-            raw_envelope_warnings(raw, file, number, warnings)
-        kind = event.type
-        if kind == "assistant/chunk":
-            data = event.data
-            if data is None:
-                turn = step = Undefined
-                chunk = None
-            else:
-                turn, step, chunk = data.turn, data.step, data.chunk
-            if type(turn) is int and type(step) is int:
-                key = keys.get((turn, step))
-                if key is None:
-                    key = keys[turn, step] = f"{turn}/{step}"
-            else:
-                key = call_key(turn, step)
-            if direct:  # Checker.chunk, inlined
-                if chunk is None:
-                    raise missing_chunk_error(file, key, number)
-                if key != open_key:
-                    if open_key is not None:
-                        raise unfinished_call_error(file, open_key, count, first, last)
-                    open_key = key
-                    first = number
-                last = number
-                if type(chunk) is dict and chunk.get("type") == "finish":
-                    count += 1
-                    open_key = None
-            else:
+            elif kind == "compaction/summary":
                 checker.state = (open_key, first, last, count)
-                put((index, 0, key, chunk, None, number))
-                open_key, first, last, count = checker.state
-                direct = sink.pending is None and index + 1 >= start
-            index += 1
-        elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
-            checker.state = (open_key, first, last, count)
-            fields = packed_fields(raw, kind)
-            if fields is None:
                 index = slow_line(raw, number, index, sink, file)
+                open_key, first, last, count = checker.state
+                direct = sink.pending is None and index >= start
             else:
-                row, payload = fields[0], fields[1]
-                turn, step = row.data.turn, row.data.step
-                key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
-                members: Sequence[int] = range(len(payload))
-                if direct:
-                    checker.run(key, members, members, number)
-                else:
-                    put((index, 2, key, members, members, number))
-                index += len(payload)
-            open_key, first, last, count = checker.state
-            direct = sink.pending is None and index >= start
-        elif kind == "compaction/summary":
-            checker.state = (open_key, first, last, count)
-            index = slow_line(raw, number, index, sink, file)
-            open_key, first, last, count = checker.state
-            direct = sink.pending is None and index >= start
-        else:
-            index += 1
+                index += 1
+    except RecursionError:
+        raise too_deep_line_error(file, number) from None
     checker.state = (open_key, first, last, count)
     sink.flush(index)
     calls = checker.finish()

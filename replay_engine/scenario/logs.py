@@ -7,7 +7,7 @@ skipping the payload of events derivation never reads.
 
 from __future__ import annotations
 
-import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import LogParseError
+from ..jsonlimits import DEPTH_PROBLEM, NonFiniteNumber, finite_float, finite_int, too_deep
 from .jsonnumbers import as_safe_integer, is_number
+from .layout import not_a_file
 
 if TYPE_CHECKING:
     from ..models import SessionHeader
@@ -48,6 +50,8 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
     """Decode one physical line; returns (blank, value). Raises LogParseError when malformed."""
     try:
         return False, _any_decoder.decode(raw)
+    except RecursionError:
+        raise too_deep_line_error(file, line) from None
     except msgspec.DecodeError as exc:
         stripped = raw.strip(_ASCII_WS)
         if not stripped:
@@ -65,14 +69,55 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
         if not text:
             return True, None
         try:
-            return False, _any_decoder.decode(text.encode("utf-8"))
+            return False, _any_decoder.decode(text.encode("utf-8", "surrogatepass"))
+        except RecursionError:
+            raise too_deep_line_error(file, line) from None
         except msgspec.DecodeError:
+            if _SURROGATE_ESCAPE.search(raw):
+                return False, _decode_with_surrogates(text, file, line)
             raise LogParseError(
                 f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
                 "session log must be one JSON value; fix or remove this line.",
                 file=file,
                 line=line,
             ) from None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _decode_with_surrogates(text: str, file: str | None, line: int) -> Any:
+    """A line holding a lone surrogate escape, which ``JSON.parse`` accepts and msgspec does
+    not: decoded by the standard library under the same rules (finite numbers, no constants)."""
+    import json  # rare: only lines msgspec refuses that hold a surrogate escape
+
+    if too_deep(text):
+        raise too_deep_line_error(file, line)
+    try:
+        return json.loads(text, parse_float=finite_float, parse_int=finite_int,
+                          parse_constant=_no_constant)
+    except RecursionError:
+        raise too_deep_line_error(file, line) from None
+    except ValueError as exc:  # JSONDecodeError, or a non-finite number
+        raise LogParseError(
+            f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
+            "session log must be one JSON value; fix or remove this line.",
+            file=file,
+            line=line,
+        ) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
+def too_deep_line_error(file: str | None, line: int) -> LogParseError:
+    """The error for a line nested deeper than the JSON depth limit."""
+    return LogParseError(
+        f"{_where(file, line)}: the line is {DEPTH_PROBLEM}; fix or remove this line.",
+        file=file,
+        line=line,
+    )
 
 
 def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
@@ -314,14 +359,10 @@ def unreadable_log_error(path: str | Path, file: str, exc: OSError | None = None
     A scenario loads every ``session.N.jsonl`` it holds, so skipping one would silently replay
     fewer sessions than were recorded.
     """
-    path = Path(path)
     fix = "restore the log, or remove or rename it if that session should not be replayed."
-    if path.is_symlink() and not path.exists():
-        what = f"the session log is a symbolic link to {os.readlink(path)!r}, which does not exist"
-    elif path.is_dir():
-        what = "the session log is a directory, not a file"
-    elif path.exists() and not path.is_file():
-        what = "the session log is not a regular file"
+    kind = not_a_file(path)
+    if kind is not None:
+        what = f"the session log is {kind}"
     else:
         reason = (exc.strerror or str(exc)) if exc is not None else "unknown error"
         what = f"cannot read the session log ({reason})"
@@ -331,3 +372,9 @@ def unreadable_log_error(path: str | Path, file: str, exc: OSError | None = None
         code="LOG_UNREADABLE",
     )
 
+
+
+def ensure_log_file(path: str | Path, file: str) -> None:
+    """Refuse, before opening it, a log that is not a regular file (a FIFO would block)."""
+    if not_a_file(path) is not None:
+        raise unreadable_log_error(path, file)

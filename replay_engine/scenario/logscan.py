@@ -52,6 +52,13 @@ class LineEvent(msgspec.Struct, gc=False):
 _Number = int | float | msgspec.UnsetType
 
 
+class _CheckedChunkData(msgspec.Struct, gc=False):
+    turn: Any = Undefined
+    step: Any = Undefined
+    chunk: dict[str, Any] | None = None
+    """An object or nothing: any other chunk is decoded again by ``LineEvent`` and checked."""
+
+
 class CheckedEvent(msgspec.Struct, gc=False):
     """``LineEvent`` whose ``seq`` and ``time``, when present, are numbers.
 
@@ -63,7 +70,7 @@ class CheckedEvent(msgspec.Struct, gc=False):
     type: Any = None
     seq: _Number = msgspec.UNSET
     time: _Number = NO_TIME
-    data: _ChunkData | None = None
+    data: _CheckedChunkData | None = None
 
 
 class _Envelope(msgspec.Struct, gc=False):
@@ -114,7 +121,7 @@ def packed_fields(raw: bytes, kind: str) -> PackedFields | None:
     way (which either names its error or expands it member by member)."""
     try:
         row = _packed_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if row.type != kind:  # a repeated "type" key: the last one counts
         return None

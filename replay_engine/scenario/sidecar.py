@@ -12,6 +12,19 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import MAX_LISTED_PROBLEMS, SidecarError
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    NonFiniteNumber,
+    line_of,
+    non_finite_problem,
+    too_deep,
+)
+from ..jsonlimits import (
+    finite_float as _finite_float,
+)
+from ..jsonlimits import (
+    finite_int as _finite_int,
+)
 from ..models import (
     AnyEntry,
     OverrideDocument,
@@ -20,6 +33,7 @@ from ..models import (
     as_safe_integer,
 )
 from .layout import SIDECAR_NAME as SIDECAR_NAME
+from .layout import not_a_file
 from .logscan import gc_paused as _gc_paused
 
 _ENTRY_KINDS = frozenset({"chunks", "throw", "hang"})
@@ -143,21 +157,33 @@ def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = Non
 
 
 def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sidecar:
+    if too_deep(text):
+        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file)
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                         parse_int=_finite_int)
     except json.JSONDecodeError as exc:
         raise SidecarError(
             f"{file}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}). {_FIX}",
             file=file,
             line=exc.lineno,
         ) from None
+    except NonFiniteNumber as exc:
+        line = line_of(text, exc.literal)
+        raise SidecarError(
+            f"{file}:{line}: {non_finite_problem(exc.literal)}.",
+            file=file,
+            line=line,
+        ) from None
+    except RecursionError:
+        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file) from None
     except ValueError as exc:
         raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
     return validate_sidecar(doc, file, derived_length=derived_length)
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise NonFiniteNumber(name)
 
 
 def _raw_at_problems(doc: dict[str, Any], derived_length: int | None) -> list[str]:
@@ -230,6 +256,13 @@ def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) 
 def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Sidecar:
     """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
     file = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise SidecarError(
+            f"{file}: the sidecar is {kind}; make {SIDECAR_NAME} a regular JSON file, or remove "
+            "it to replay the recording as derived.",
+            file=file,
+        )
     try:
         data = Path(path).read_bytes()
         text = data.decode("utf-8")
@@ -245,6 +278,8 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Side
 
 def sidecar_is_bare_list(path: str | Path) -> bool:
     """Whether a sidecar file holds the bare-list form (its first non-blank character is ``[``)."""
+    if not_a_file(path) is not None:
+        return False
     try:
         return Path(path).read_text(encoding="utf-8").lstrip().startswith("[")
     except (OSError, UnicodeDecodeError):

@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-import msgspec
 from starlette.types import Receive, Scope, Send
 
 from ..engine import CallHandle
 from ..errors import ReplayError
 from ..models import ThrowEntry
 from ..wire.dialect import CallRequest, Dialect, StreamEncoder
+from ..wire.jsonbytes import encode as encode_json
 
 YIELD_EVERY = 64
 """Chunks served between two yields to the event loop (fairness across streams)."""
@@ -41,7 +41,7 @@ class StreamCount:
         """Chunks a stream serves before yielding to the others."""
         return YIELD_EVERY if self.active <= BUSY_STREAMS else YIELD_EVERY_BUSY
 
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 _JSON = [(b"content-type", b"application/json")]
 
 

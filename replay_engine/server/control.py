@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ..engine import diff_scripts
 from ..errors import ReplayError
 from ..models import SessionScript
 from ..scenario.loading import Scenario
+from ..wire.jsonbytes import JSONResponse
 from ..wire.openai_chat import error_body
 from .context import Served
 from .request_body import BadRequest, read_json_body, session_field

@@ -12,6 +12,7 @@ import msgspec
 from starlette.requests import ClientDisconnect, Request
 
 from ..errors import BODY_TOO_LARGE, INVALID_JSON, INVALID_REQUEST, BadRequest, ClientGone
+from ..jsonlimits import DEPTH_PROBLEM, too_deep
 
 __all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "read_json_body", "session_field"]
 
@@ -45,8 +46,12 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     raw = b"".join(parts)
     if not raw.strip():
         return {}
+    if too_deep(raw):
+        raise BadRequest(400, f"request body is {DEPTH_PROBLEM}", INVALID_JSON)
     try:
         value = _decode(raw)
+    except RecursionError:
+        raise BadRequest(400, f"request body is {DEPTH_PROBLEM}", INVALID_JSON) from None
     except msgspec.DecodeError as exc:
         raise BadRequest(400, f"request body is not valid JSON ({exc}); send one JSON object",
                          INVALID_JSON) from None

@@ -16,12 +16,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
 from ..errors import ScriptedFailure, UnrepresentableCallError
 from ..models import AnyEntry
 from .blocks import Block, BlockWalker, entry_chunks, int_field
 from .dialect import CallRequest, Dialect, status_for_code
+from .jsonbytes import encode as encode_json
 
 STREAM_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
 STOP_REASONS = {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"}
@@ -37,7 +36,7 @@ ERROR_TYPES = {
 }
 """Anthropic error ``type`` by HTTP status; every other status is ``api_error``."""
 
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 
 
 def error_status(code: str) -> int:

@@ -146,6 +146,8 @@ class BlockWalker:
         """The bytes one recorded chunk maps to (``b""`` when it maps to nothing)."""
         kind = chunk.get("type")
         index = chunk.get("index")
+        if isinstance(index, list | dict):  # a block is keyed by its index: make it hashable
+            index = repr(index)
         delta_kind = _DELTA_KINDS.get(kind) if isinstance(kind, str) else None
         if delta_kind is not None:
             if index in self._ignored:

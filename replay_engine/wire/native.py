@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from ..models import AnyEntry
 from .dialect import CallRequest, Dialect, openai_error_body
+from .jsonbytes import encode as encode_json
 
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 
 
 class NdjsonEncoder:

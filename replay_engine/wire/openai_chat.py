@@ -13,15 +13,14 @@ import time
 import uuid
 from typing import Any
 
-import msgspec
-
 from ..models import AnyEntry
 from .dialect import CallRequest, Dialect, openai_error_body
 from .dialect import status_for_code as status_for_code
+from .jsonbytes import encode as encode_json
 
 DONE_EVENT = b"data: [DONE]\n\n"
 FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 
 
 def error_body(message: str, code: str) -> dict[str, Any]:
@@ -107,6 +106,8 @@ class _Blocks:
         """The wire ``delta`` a content chunk maps to (None for framing chunks)."""
         kind = chunk.get("type")
         index = chunk.get("index")
+        if isinstance(index, list | dict):  # a block is keyed by its index: make it hashable
+            index = repr(index)
         if kind == "text-delta":
             self.had_delta.add(index)
             return {"content": chunk.get("text", "")}

@@ -16,15 +16,14 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
 from ..models import AnyEntry
 from .blocks import Block, BlockWalker, entry_chunks, int_field
 from .dialect import CallRequest, Dialect, openai_error_body, status_for_code
+from .jsonbytes import encode as encode_json
 
 STREAM_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
 
-_encode = msgspec.json.Encoder().encode
+_encode = encode_json
 
 
 def error_status(code: str) -> int:

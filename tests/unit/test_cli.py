@@ -101,7 +101,7 @@ def test_inspect_broken_json(name: str, capsys: pytest.CaptureFixture[str]) -> N
     code, out, err = run(capsys, "inspect", str(SAMPLES / name), "--json")
     assert code == 1
     doc = json.loads(out)
-    assert set(doc) == {"ok", "error"} and doc["ok"] is False
+    assert set(doc) == {"ok", "error", "code"} and doc["ok"] is False and doc["code"]
     assert str(SAMPLES / name) in doc["error"]
     assert err == ""
 

@@ -268,8 +268,8 @@ def test_invalid_existing_sidecar_is_reported_and_kept(root: Path,
 
 
 def test_unwritable_sidecar_path(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (root / SIDE).mkdir()  # a directory where the file should be: the rename cannot replace it
+    (root / SIDE).mkdir()  # a directory where the file should be: refused before any write
     code, out, err = run(capsys, str(root), "--at", "0", "--hang")
     assert code == 1 and out == ""
-    assert "cannot write the sidecar" in err and "the file on disk is unchanged" in err
+    assert "[SIDECAR_INVALID]" in err and "the sidecar is a directory" in err
     assert sorted(p.name for p in root.iterdir()) == [SIDE, "session.jsonl"]

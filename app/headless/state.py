@@ -26,6 +26,8 @@ class AppOptions:
     """Where the base URL is written (atomically) once the server is up."""
     sdk_retries: bool = False
     """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
+    allow_hosts: tuple[str, ...] = ()
+    """Host / Origin names served besides loopback and the listening address."""
 
 
 @dataclass(slots=True)

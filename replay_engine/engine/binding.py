@@ -97,9 +97,10 @@ class PlaceholderScan:
         self._plain: dict[int, AnyEntry] = {}
 
     def needs_resolving(self, entry: AnyEntry) -> bool:
-        """Whether ``entry`` may hold a placeholder (hang: only its readyFile can)."""
+        """Whether ``entry`` may hold a placeholder (never a hang: its readyFile is a path the
+        request must not choose, so it is not resolved)."""
         if isinstance(entry, HangEntry):
-            return entry.readyFile is not None and MARKER in entry.readyFile
+            return False
         return not (self._plain.get(id(entry)) is entry or self._check(entry))
 
     def resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:

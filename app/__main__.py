@@ -8,8 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import Pace, ReplayError, VersionAction, load_serve_config
-from replay_engine.server.listen import host_arg, port_arg
+from replay_engine import (
+    Pace,
+    ReplayError,
+    VersionAction,
+    host_arg,
+    load_serve_config,
+    port_arg,
+)
 
 if TYPE_CHECKING:
     from .app import AppOptions

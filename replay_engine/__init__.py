@@ -108,6 +108,7 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
+    from .server.listen import host_arg, port_arg
     from .testing.demo_agent import run_demo_agent
 
 _LAZY: dict[str, str] = {
@@ -197,6 +198,8 @@ _LAZY: dict[str, str] = {
     "validate_sidecar": "scenario.sidecar",
     "ReplayServer": "server",
     "is_loopback": "server",
+    "host_arg": "server.listen",
+    "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
@@ -287,6 +290,8 @@ __all__ = [
     "events",
     "fingerprint",
     "is_loopback",
+    "host_arg",
+    "port_arg",
     "js_string",
     "live_new_messages",
     "load_log",

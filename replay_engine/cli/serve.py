@@ -17,6 +17,7 @@ from typing import Any
 
 from ..engine import DEFAULT_RUN, Pace, ReplayEngine
 from ..engine import events as ev
+from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..models import ReplayConfig
@@ -58,6 +59,9 @@ def register(subparsers: Any) -> None:
                    help="where relative readyFile paths of hang entries resolve (default: cwd)")
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")
+    p.add_argument("--journal-limit", type=int, default=DEFAULT_JOURNAL_LIMIT, metavar="N",
+                   help="calls each run's journal keeps; older ones are dropped (default "
+                   f"{DEFAULT_JOURNAL_LIMIT})")
     p.add_argument("--sdk-retries", action="store_true",
                    help="let client SDKs retry error answers as with a real provider (by default "
                    "errors carry x-should-retry: false, so a retry cannot consume the next call)")
@@ -113,7 +117,8 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
 
 async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
                  config: ReplayConfig | None) -> int:
-    engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir)
+    engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir,
+                          journal_limit=args.journal_limit)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 

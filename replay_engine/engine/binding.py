@@ -74,6 +74,10 @@ def bind_call(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
         messages, model, time.time(), retry=retry, dialect=dialect,
     )
+    if run.journal.maxlen is not None and len(run.journal) >= run.journal.maxlen:
+        run.dropped += 1
+        if run.dropped == 1:
+            emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
     run.journal.append(record)
     call = Call(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry,

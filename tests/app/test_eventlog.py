@@ -15,3 +15,11 @@ def test_retried_requests_are_marked_in_the_event_log() -> None:
     assert "retry" not in first.plain
     assert again.plain == "a call #2 started (chunks) — SDK retry"
     assert refused.plain.endswith("script exhausted — SDK retry")
+
+
+def test_a_full_journal_and_a_deleted_run_are_told_in_the_event_log() -> None:
+    full = format_event(ev.JournalTrimmed("t1", 3), ["main"])
+    gone = format_event(ev.RunForgotten("t1"), ["main"])
+    assert full is not None and "journal full (3 calls)" in full.plain
+    assert "oldest calls are dropped" in full.plain
+    assert gone is not None and gone.plain.startswith("run t1 deleted")

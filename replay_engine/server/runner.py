@@ -37,15 +37,17 @@ MAX_HEAD_BYTES = 64 * 1024
 """Largest request head (request line and headers) the h11 parser buffers."""
 
 
-def _timed_protocol(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol ``base`` with a deadline on reading each request head."""
+def _timed_protocol(base: type[asyncio.Protocol], timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol ``base`` with a deadline of ``timeout`` seconds on reading each
+    request head (uvicorn has none: a client sending one header byte at a time keeps its
+    socket for ever)."""
 
     class TimedHead(base):  # type: ignore[valid-type,misc]
         _head_timer: asyncio.TimerHandle | None = None
 
         def _arm(self) -> None:
             self._disarm()
-            self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_expired)
+            self._head_timer = self.loop.call_later(timeout, self._head_expired)
 
         def _disarm(self) -> None:
             if self._head_timer is not None:
@@ -80,14 +82,14 @@ def _timed_protocol(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
     return TimedHead
 
 
-def _http_protocol() -> type[asyncio.Protocol]:
+def _http_protocol(timeout: float) -> type[asyncio.Protocol]:
     """httptools' protocol when installed (faster), else h11's, with the head deadline."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-        return _timed_protocol(HttpToolsProtocol)
+        return _timed_protocol(HttpToolsProtocol, timeout)
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol
-        return _timed_protocol(H11Protocol)
+        return _timed_protocol(H11Protocol, timeout)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -118,8 +120,15 @@ class ReplayServer:
         app: ASGIApp | None = None,
         sdk_retries: bool = False,
         allow_hosts: tuple[str, ...] | list[str] = (),
+        header_timeout: float = HEADER_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
+        """``allow_hosts``: Host / Origin names served besides loopback and ``host``;
+        ``header_timeout``: seconds a connection may take to send a request head;
+        ``max_connections``: connections beyond it are answered 503."""
         self.engine = engine
+        self.header_timeout = header_timeout
+        self.max_connections = max_connections
         self.host = host
         self.port = port
         self._routes: Starlette | None = None
@@ -182,8 +191,8 @@ class ReplayServer:
         config = uvicorn.Config(
             self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",
             ws="none", timeout_graceful_shutdown=3, server_header=False,
-            http=_http_protocol(), timeout_keep_alive=KEEP_ALIVE_S,
-            limit_concurrency=MAX_CONNECTIONS, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            http=_http_protocol(self.header_timeout), timeout_keep_alive=KEEP_ALIVE_S,
+            limit_concurrency=self.max_connections, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         config.load()
         server = _EmbeddedServer(config)

@@ -11,6 +11,7 @@ own modules beside it.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -27,7 +28,7 @@ from ..errors import (
     ReplayError,
     ScriptedFailure,
 )
-from ..models import ChunksEntry, HangEntry, SessionScript, ThrowEntry
+from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
 from ..scenario.placeholders import resolve_scripted_entry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
@@ -58,6 +59,10 @@ HANG_PREFIX: tuple[dict[str, Any], ...] = (
     {"type": "text-delta", "index": 0, "text": "partial"},
 )
 Outcome = Literal["finished", "failed", "cancelled"]
+PLACEHOLDER_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
+"""Worker threads resolving ``{{fromRequest}}`` patterns at once: one core stays for the loop."""
+PLACEHOLDER_QUEUE = 256
+"""Calls that may wait for a worker; beyond it a call fails at once (PLACEHOLDER)."""
 
 
 class ReplayEngine:
@@ -71,11 +76,16 @@ class ReplayEngine:
         pace: Pace | None = None,
         ready_dir: str | Path | None = None,
         journal_limit: int = DEFAULT_JOURNAL_LIMIT,
+        placeholder_workers: int = PLACEHOLDER_WORKERS,
+        placeholder_workers_per_run: int = 1,
     ) -> None:
         if isinstance(journal_limit, bool) or not isinstance(journal_limit, int) \
                 or journal_limit < 1:
             raise ConfigError(f"the journal limit must be a positive integer, got {journal_limit!r}")
         self.journal_limit = journal_limit
+        self._workers = (placeholder_workers, placeholder_workers_per_run)
+        self._resolving = 0
+        self._resolve_limiter: anyio.CapacityLimiter | None = None
         if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
             raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
         self._scripts: list[SessionScript] = list(scripts)
@@ -197,7 +207,7 @@ class ReplayEngine:
         entry = call.entry
         try:
             if self._scan.needs_resolving(entry):
-                call.entry = await anyio.to_thread.run_sync(resolve_scripted_entry, entry, messages)
+                call.entry = await self._resolve_in_worker(call, entry, messages)
         except ReplayError as exc:
             self._open_failed(call, exc)
             raise
@@ -205,6 +215,39 @@ class ReplayEngine:
             self._end(call, "cancelled", AbortedError())
             raise
         return self._armed(call)
+
+    async def _resolve_in_worker(self, call: Call, entry: AnyEntry, messages: Any) -> AnyEntry:
+        """Resolve ``entry``'s placeholders in a worker thread of the engine's own small pool.
+
+        At most ``placeholder_workers`` patterns run at once, at most
+        ``placeholder_workers_per_run`` of them for one run, and at most
+        ``PLACEHOLDER_QUEUE`` calls wait: runaway patterns of one run can neither take every
+        core from the streams of the others nor queue without bound.
+        """
+        if self._resolving >= PLACEHOLDER_QUEUE:
+            raise PlaceholderError(
+                f"{self._resolving} calls are already waiting for their fromRequest "
+                "placeholders to be resolved; the server refuses more until they are done")
+        if self._resolve_limiter is None:
+            self._resolve_limiter = anyio.CapacityLimiter(self._workers[0])
+        run = self._runs.get(call.run)
+        if run is not None and run.limiter is None:
+            run.limiter = anyio.CapacityLimiter(self._workers[1])
+        self._resolving += 1
+        try:
+            if run is not None and run.limiter is not None:
+                async with run.limiter:
+                    return await anyio.to_thread.run_sync(
+                        resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
+            return await anyio.to_thread.run_sync(
+                resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
+        finally:
+            self._resolving -= 1
+
+    @property
+    def placeholder_limiter(self) -> anyio.CapacityLimiter | None:
+        """The worker pool placeholder patterns run in (None until the first one ran)."""
+        return self._resolve_limiter
 
     def _open_failed(self, call: Call, exc: ReplayError) -> None:
         if isinstance(exc, PlaceholderError):  # say which recorded call needed the value

@@ -131,6 +131,8 @@ class Run:
     journal: deque[CallRecord] = field(
         default_factory=lambda: deque(maxlen=DEFAULT_JOURNAL_LIMIT))
     dropped: int = 0
+    limiter: anyio.CapacityLimiter | None = None
+    """How many of the run's placeholder patterns may run at once (made on first use)."""
 
 
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:

@@ -3,6 +3,7 @@ session ids that would forge log lines, and --host / --port values that cannot b
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +136,20 @@ def test_port_and_host_that_cannot_be_listened_on_are_usage_errors(
     assert says in done.stderr and f"argument {flag}" in done.stderr
     assert "Traceback" not in done.stderr
 
+
+
+async def test_the_recorder_refuses_foreign_hosts_and_origins(tmp_path: Path) -> None:
+    from replay_engine.record import record_scenario
+
+    async with serve_scenario(_scenario(tmp_path)) as upstream, \
+            record_scenario(tmp_path / "rec", upstream.url) as recording, \
+            httpx.AsyncClient() as client:
+        chat = recording.url + "/v1/chat/completions"
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        rebound = await client.post(chat, json=body, headers={"Host": "attacker.example"})
+        assert rebound.status_code == 403
+        foreign = await client.post(chat, content=json.dumps(body), headers={
+            "Origin": "https://evil.example", "Content-Type": "text/plain"})
+        assert foreign.status_code == 403
+        assert upstream.engine.journal() == []  # nothing reached the provider
+        assert (await client.get(recording.url + "/healthz")).status_code == 200

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         verdict,
         verdict_text,
     )
+    from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
     from .scenario.derive_fast import load_log
@@ -199,6 +200,7 @@ _LAZY: dict[str, str] = {
     "ReplayServer": "server",
     "is_loopback": "server",
     "host_arg": "server.listen",
+    "printable": "safe_text",
     "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
     "package_version": "cli.version",
@@ -291,6 +293,7 @@ __all__ = [
     "fingerprint",
     "is_loopback",
     "host_arg",
+    "printable",
     "port_arg",
     "js_string",
     "live_new_messages",

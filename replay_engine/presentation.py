@@ -68,7 +68,8 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
 
 def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
     """Assert-consumed over every run that bound a session (the default run when none did)."""
-    runs = [r for r in engine.runs() if engine.state(r).bindings] or [DEFAULT_RUN]
+    runs = sorted((r for r in engine.runs() if engine.state(r).bindings),
+                  key=lambda r: r != DEFAULT_RUN) or [DEFAULT_RUN]  # default first
     lines: list[str] = []
     ok = True
     for run in runs:

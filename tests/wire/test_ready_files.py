@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -76,10 +77,12 @@ def test_ready_files_stay_inside_the_ready_dir(tmp_path: Path, name: str) -> Non
         with httpx.stream("POST", url + "/replay/v1/stream", timeout=10,
                           json={"sessionId": "s", "messages": MSGS}) as hanging:
             assert hanging.status_code == 200
-            for _ in hanging.iter_lines():  # the marker comes after the prefix
-                if (ready / "fine" / "ok.marker").exists():
-                    break
-            assert (ready / "fine" / "ok.marker").exists()  # a fixed name inside still works
+            lines = hanging.iter_lines()
+            assert [next(lines), next(lines)]  # the prefix; the marker comes right after it
+            deadline = time.monotonic() + 10
+            while not (ready / "fine" / "ok.marker").exists():
+                assert time.monotonic() < deadline, "the hang never created its readyFile"
+                time.sleep(0.01)
         assert _outcomes(url)[0] == ("failed", "READY_FILE")
     finally:
         proc.terminate()

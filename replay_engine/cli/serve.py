@@ -167,7 +167,9 @@ def run_serve(args: argparse.Namespace) -> int:
     gc.freeze()
     if not is_loopback(args.host):
         print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
-              "this address can drive the replay and read the recorded sessions.",
+              "this address can drive the replay and read the recorded sessions. Requests are "
+              "answered only when their Host names a loopback address or this --host; add "
+              "--allow-host NAME for the names clients use to reach it.",
               file=sys.stderr, flush=True)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(_serve(args, scenario, pace, config))

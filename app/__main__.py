@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import Pace, ReplayError, VersionAction, load_serve_config
+from replay_engine import (
+    Pace,
+    ReplayError,
+    VersionAction,
+    host_arg,
+    load_serve_config,
+    port_arg,
+)
 
 if TYPE_CHECKING:
     from .app import AppOptions
@@ -34,9 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=VersionAction)
     p.add_argument("scenario", help="scenario directory (holds session.jsonl; with --record, "
                    "where the recording goes)")
-    p.add_argument("--port", type=int, default=8765,
+    p.add_argument("--port", type=port_arg, default=8765,
                    help="port to listen on (default 8765; 0 picks a free port)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--host", default="127.0.0.1", type=host_arg,
+                   help="address to listen on (default loopback)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests whose Host or Origin names NAME (repeatable; '*' "
+                   "for any); by default only loopback names and the --host address are served")
     p.add_argument("--pace-ms", type=int, default=None, metavar="N",
                    help="fixed delay before every chunk, in milliseconds")
     p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
@@ -88,6 +99,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         providers=config.providers if config else None, ready_dir=args.ready_dir,
         url_file=args.url_file, sdk_retries=args.sdk_retries,
         upstream=args.upstream, force=args.force,
+        allow_hosts=tuple(args.allow_host),
     )
 
 

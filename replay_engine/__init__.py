@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
     from .record.cli import recording_summary
+    from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
     from .scenario.derive_fast import load_log
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
+    from .server.listen import host_arg, port_arg
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 _LAZY: dict[str, str] = {
@@ -199,6 +201,9 @@ _LAZY: dict[str, str] = {
     "validate_sidecar": "scenario.sidecar",
     "ReplayServer": "server",
     "is_loopback": "server",
+    "host_arg": "server.listen",
+    "printable": "safe_text",
+    "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
     "DEMO_DIALECTS": "testing.demo_agent",
     "CallReport": "record",
@@ -295,6 +300,9 @@ __all__ = [
     "events",
     "fingerprint",
     "is_loopback",
+    "host_arg",
+    "printable",
+    "port_arg",
     "js_string",
     "live_new_messages",
     "load_log",

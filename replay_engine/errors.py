@@ -63,6 +63,9 @@ INVALID_JSON = "INVALID_JSON"
 BODY_TOO_LARGE = "BODY_TOO_LARGE"
 """BadRequest (413): the request body exceeds the server's limit."""
 
+BODY_TIMEOUT = "BODY_TIMEOUT"
+"""BadRequest (408): the request body did not arrive in time."""
+
 CLIENT_CLOSED = "CLIENT_CLOSED"
 """ClientGone: the client closed the connection before sending its whole body."""
 

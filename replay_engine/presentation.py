@@ -6,6 +6,7 @@ from typing import Any
 
 from .engine import DEFAULT_RUN, ReplayEngine
 from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+from .safe_text import printable
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -69,16 +70,17 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
 
 def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
     """Assert-consumed over every run that bound a session (the default run when none did)."""
-    runs = [r for r in engine.runs() if engine.state(r).bindings] or [DEFAULT_RUN]
+    runs = sorted((r for r in engine.runs() if engine.state(r).bindings),
+                  key=lambda r: r != DEFAULT_RUN) or [DEFAULT_RUN]  # default first
     lines: list[str] = []
     ok = True
     for run in runs:
         problems = engine.consumed_problems(run)
-        label = f"run {run}"
+        label = printable(f"run {run}")
         if problems:
             ok = False
             lines.append(f"replay NOT consumed ({label}):")
-            lines.extend(f"  - {p}" for p in problems)
+            lines.extend(f"  - {printable(p)}" for p in problems)
         else:
             lines.append(f"replay consumed ({label})")
     return ok, lines

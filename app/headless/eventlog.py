@@ -65,6 +65,11 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
         return Text(f"binding failed {event.code}: {event.message}{retry}", style="bold red")
     if isinstance(event, ev.RunReset):
         return Text(f"run {event.run} reset: bindings and cursors forgotten", style="bold")
+    if isinstance(event, ev.RunForgotten):
+        return Text(f"run {event.run} deleted: bindings, cursors and journal dropped", style="bold")
+    if isinstance(event, ev.JournalTrimmed):
+        return Text(f"run {event.run}: journal full ({event.limit} calls); the oldest calls are "
+                    "dropped from now on", style="yellow")
     if isinstance(event, ev.SettingsChanged):
         s = event.settings
         return Text(f"settings: mode {s.get('mode')}, pace {pace_words(str(s.get('pace')))}, "

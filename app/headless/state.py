@@ -31,6 +31,8 @@ class AppOptions:
     and serve what was recorded."""
     force: bool = False
     """Record mode: record into a directory that already holds a scenario (kept as .bak)."""
+    allow_hosts: tuple[str, ...] = ()
+    """Host / Origin names served besides loopback and the listening address."""
 
 
 @dataclass(slots=True)

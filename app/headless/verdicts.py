@@ -17,6 +17,7 @@ from replay_engine import (
     ReplayEngine,
     ReplayError,
     RunState,
+    printable,
 )
 
 
@@ -91,17 +92,18 @@ def quit_verdict(engine: ReplayEngine, *, load_error: ReplayError | None, loaded
     if code is not None:
         return QuitVerdict(code, lines)
     ok = True
-    for run in engine.bound_runs() or [DEFAULT_RUN]:
+    # the default run first, then the others in the order they were first seen
+    for run in sorted(engine.bound_runs(), key=lambda r: r != DEFAULT_RUN) or [DEFAULT_RUN]:
         problems = engine.consumed_problems(run)
         notes = flight_notes(engine.state(run))
-        label = f"run {run}"
+        label = printable(f"run {run}")
         if problems:
             ok = False
             lines.append(f"replay NOT consumed ({label}):")
-            lines.extend(f"  - {p}" for p in problems)
+            lines.extend(f"  - {printable(p)}" for p in problems)
         elif notes:
             lines.append(f"replay consumed ({label}), but not every call was served in full:")
         else:
             lines.append(f"replay consumed ({label})")
-        lines.extend(f"  - {n}" for n in notes)
+        lines.extend(f"  - {printable(n)}" for n in notes)
     return QuitVerdict(EXIT_OK if ok else EXIT_NOT_CONSUMED, lines)

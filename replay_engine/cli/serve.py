@@ -17,13 +17,16 @@ from typing import Any
 
 from ..engine import DEFAULT_RUN, Pace, ReplayEngine
 from ..engine import events as ev
+from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..models import ReplayConfig
 from ..presentation import EXIT_NOT_CONSUMED, verdict
+from ..safe_text import printable
 from ..scenario.config import load_serve_config
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer, is_loopback
+from ..server.listen import host_arg, port_arg
 
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
@@ -39,9 +42,13 @@ def register(subparsers: Any) -> None:
         "per call on stderr, and the assert-consumed verdict at the end (exit 0 consumed, 3 not).",
     )
     p.add_argument("scenario", metavar="SCENARIO", help="scenario directory (holds session.jsonl)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--host", default="127.0.0.1", type=host_arg,
+                   help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=port_arg, default=DEFAULT_PORT,
                    help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests whose Host or Origin names NAME (repeatable; '*' "
+                   "for any); by default only loopback names and the --host address are served")
     p.add_argument("--pace-ms", type=int, default=None, metavar="N",
                    help="wait N ms before every chunk (default: the config's paceMs, else 0)")
     p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
@@ -52,6 +59,9 @@ def register(subparsers: Any) -> None:
                    help="where relative readyFile paths of hang entries resolve (default: cwd)")
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")
+    p.add_argument("--journal-limit", type=int, default=DEFAULT_JOURNAL_LIMIT, metavar="N",
+                   help="calls each run's journal keeps; older ones are dropped (default "
+                   f"{DEFAULT_JOURNAL_LIMIT})")
     p.add_argument("--sdk-retries", action="store_true",
                    help="let client SDKs retry error answers as with a real provider (by default "
                    "errors carry x-should-retry: false, so a retry cannot consume the next call)")
@@ -66,7 +76,7 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
         scripts = engine.scripts
         total = len(scripts[script].entries) if script < len(scripts) else 0
         name = "anonymous" if session is None else session
-        return f"{prefix}session {name} script {script} call {call + 1}/{total}"
+        return printable(f"{prefix}session {name} script {script} call {call + 1}/{total}")
 
     retries: set[int] = set()
 
@@ -100,14 +110,15 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
                 line += RETRY_MARK
                 if not isinstance(event, ev.HangWaiting):
                     retries.discard(call_id)
-            print(line, file=sys.stderr, flush=True)
+            print(printable(line), file=sys.stderr, flush=True)
 
     return log
 
 
 async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
                  config: ReplayConfig | None) -> int:
-    engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir)
+    engine = ReplayEngine(scenario.scripts, pace.ms, pace=pace, ready_dir=args.ready_dir,
+                          journal_limit=args.journal_limit)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
@@ -118,7 +129,8 @@ async def _serve(args: argparse.Namespace, scenario: Scenario, pace: Pace,
 
     server = ReplayServer(engine, host=args.host, port=args.port,
                           providers=config.providers if config else None,
-                          scenario=scenario, reload=reload, sdk_retries=args.sdk_retries)
+                          scenario=scenario, reload=reload, sdk_retries=args.sdk_retries,
+                          allow_hosts=args.allow_host)
     try:
         url = await server.start()
     except OSError as exc:
@@ -155,7 +167,9 @@ def run_serve(args: argparse.Namespace) -> int:
     gc.freeze()
     if not is_loopback(args.host):
         print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
-              "this address can drive the replay and read the recorded sessions.",
+              "this address can drive the replay and read the recorded sessions. Requests are "
+              "answered only when their Host names a loopback address or this --host; add "
+              "--allow-host NAME for the names clients use to reach it.",
               file=sys.stderr, flush=True)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(_serve(args, scenario, pace, config))

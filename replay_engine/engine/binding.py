@@ -75,6 +75,10 @@ def bind_call(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
         messages, model, time.time(), retry=retry, dialect=dialect,
     )
+    if run.journal.maxlen is not None and len(run.journal) >= run.journal.maxlen:
+        run.dropped += 1
+        if run.dropped == 1:
+            emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
     run.journal.append(record)
     call = Call(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry,
@@ -98,9 +102,10 @@ class PlaceholderScan:
         self._plain: dict[int, AnyEntry] = {}
 
     def needs_resolving(self, entry: AnyEntry) -> bool:
-        """Whether ``entry`` may hold a placeholder (hang: only its readyFile can)."""
+        """Whether ``entry`` may hold a placeholder (never a hang: its readyFile is a path the
+        request must not choose, so it is not resolved)."""
         if isinstance(entry, HangEntry):
-            return entry.readyFile is not None and MARKER in entry.readyFile
+            return False
         return not (self._plain.get(id(entry)) is entry or self._check(entry))
 
     def resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:

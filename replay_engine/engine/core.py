@@ -11,7 +11,9 @@ own modules beside it.
 from __future__ import annotations
 
 import itertools
+import os
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +28,7 @@ from ..errors import (
     ReplayError,
     ScriptedFailure,
 )
-from ..models import ChunksEntry, HangEntry, SessionScript, ThrowEntry
+from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
 from ..scenario.placeholders import resolve_scripted_entry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
@@ -37,6 +39,7 @@ from .handle import CallHandle
 from .pacing import Pace, chunk_delay
 from .ready import touch_ready_file
 from .state import (
+    DEFAULT_JOURNAL_LIMIT,
     Call,
     CallRecord,
     Run,
@@ -56,6 +59,10 @@ HANG_PREFIX: tuple[dict[str, Any], ...] = (
     {"type": "text-delta", "index": 0, "text": "partial"},
 )
 Outcome = Literal["finished", "failed", "cancelled"]
+PLACEHOLDER_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
+"""Worker threads resolving ``{{fromRequest}}`` patterns at once: one core stays for the loop."""
+PLACEHOLDER_QUEUE = 256
+"""Calls that may wait for a worker; beyond it a call fails at once (PLACEHOLDER)."""
 
 
 class ReplayEngine:
@@ -68,7 +75,17 @@ class ReplayEngine:
         *,
         pace: Pace | None = None,
         ready_dir: str | Path | None = None,
+        journal_limit: int = DEFAULT_JOURNAL_LIMIT,
+        placeholder_workers: int = PLACEHOLDER_WORKERS,
+        placeholder_workers_per_run: int = 1,
     ) -> None:
+        if isinstance(journal_limit, bool) or not isinstance(journal_limit, int) \
+                or journal_limit < 1:
+            raise ConfigError(f"the journal limit must be a positive integer, got {journal_limit!r}")
+        self.journal_limit = journal_limit
+        self._workers = (placeholder_workers, placeholder_workers_per_run)
+        self._resolving = 0
+        self._resolve_limiter: anyio.CapacityLimiter | None = None
         if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
             raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
         self._scripts: list[SessionScript] = list(scripts)
@@ -129,17 +146,22 @@ class ReplayEngine:
     def _run(self, name: str) -> Run:
         run = self._runs.get(name)
         if run is None:
-            run = self._runs[name] = Run(name)
+            run = self._runs[name] = Run(name, journal=deque(maxlen=self.journal_limit))
         return run
+
+    def _peek(self, name: str) -> Run:
+        """The run if it exists, else an empty one that is not kept (reads create no run)."""
+        run = self._runs.get(name)
+        return run if run is not None else Run(name, journal=deque(maxlen=1))
 
     def state(self, run: str = DEFAULT_RUN) -> RunState:
         """A read-only snapshot of a run's bindings."""
-        return snapshot(self._run(run), self._scripts, not self.consumed_problems(run),
+        return snapshot(self._peek(run), self._scripts, not self.consumed_problems(run),
                         self._gate.mode, self._pace)
 
     def journal(self, run: str = DEFAULT_RUN) -> list[CallRecord]:
-        """Every call of the run so far, oldest first."""
-        return list(self._run(run).journal)
+        """The run's calls, oldest first (the newest ``journal_limit`` of them)."""
+        return list(self._peek(run).journal)
 
     # -- binding -----------------------------------------------------------------------
 
@@ -185,7 +207,7 @@ class ReplayEngine:
         entry = call.entry
         try:
             if self._scan.needs_resolving(entry):
-                call.entry = await anyio.to_thread.run_sync(resolve_scripted_entry, entry, messages)
+                call.entry = await self._resolve_in_worker(call, entry, messages)
         except ReplayError as exc:
             self._open_failed(call, exc)
             raise
@@ -193,6 +215,39 @@ class ReplayEngine:
             self._end(call, "cancelled", AbortedError())
             raise
         return self._armed(call)
+
+    async def _resolve_in_worker(self, call: Call, entry: AnyEntry, messages: Any) -> AnyEntry:
+        """Resolve ``entry``'s placeholders in a worker thread of the engine's own small pool.
+
+        At most ``placeholder_workers`` patterns run at once, at most
+        ``placeholder_workers_per_run`` of them for one run, and at most
+        ``PLACEHOLDER_QUEUE`` calls wait: runaway patterns of one run can neither take every
+        core from the streams of the others nor queue without bound.
+        """
+        if self._resolving >= PLACEHOLDER_QUEUE:
+            raise PlaceholderError(
+                f"{self._resolving} calls are already waiting for their fromRequest "
+                "placeholders to be resolved; the server refuses more until they are done")
+        if self._resolve_limiter is None:
+            self._resolve_limiter = anyio.CapacityLimiter(self._workers[0])
+        run = self._runs.get(call.run)
+        if run is not None and run.limiter is None:
+            run.limiter = anyio.CapacityLimiter(self._workers[1])
+        self._resolving += 1
+        try:
+            if run is not None and run.limiter is not None:
+                async with run.limiter:
+                    return await anyio.to_thread.run_sync(
+                        resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
+            return await anyio.to_thread.run_sync(
+                resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
+        finally:
+            self._resolving -= 1
+
+    @property
+    def placeholder_limiter(self) -> anyio.CapacityLimiter | None:
+        """The worker pool placeholder patterns run in (None until the first one ran)."""
+        return self._resolve_limiter
 
     def _open_failed(self, call: Call, exc: ReplayError) -> None:
         if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
@@ -240,7 +295,8 @@ class ReplayEngine:
             rec.code, rec.message = exc.code, exc.message
         call.status = "idle"
         self._calls.pop(call.id, None)
-        binding = self._runs[call.run].bindings.get(call.key)
+        owner = self._runs.get(call.run)
+        binding = owner.bindings.get(call.key) if owner is not None else None
         if outcome == "cancelled" and call.user_cancelled and not isinstance(call.entry, HangEntry):
             rec.aborted = True
             if binding is not None:
@@ -336,7 +392,7 @@ class ReplayEngine:
         A call cancelled here before its last chunk is recorded as aborted (``CallRecord.aborted``,
         ``BindingState.aborted``); a hang's cancel is its normal end.
         """
-        calls = calls_to_cancel(self._run(run), session_id, all_hanging)
+        calls = calls_to_cancel(self._peek(run), session_id, all_hanging)
         for call in calls:
             call.user_cancelled = True
             cancel_call(call)
@@ -373,7 +429,7 @@ class ReplayEngine:
         return self._gate.settings(self._pace)
 
     def _find(self, run: str, session_id: str | None) -> Call | None:
-        binding = self._run(run).bindings.get(session_id)
+        binding = self._peek(run).bindings.get(session_id)
         return binding.call if binding is not None else None
 
     def pause(self, session_id: str | None, *, run: str = DEFAULT_RUN) -> bool:
@@ -399,18 +455,32 @@ class ReplayEngine:
 
     def paused_sessions(self, run: str = DEFAULT_RUN) -> list[str | None]:
         """Sessions whose call is held by the gate."""
-        return [b.key for b in self._run(run).bindings.values()
+        return [b.key for b in self._peek(run).bindings.values()
                 if b.call is not None and b.call.status == "paused"]
 
     def reset(self, run: str = DEFAULT_RUN) -> None:
-        """Forget the run's bindings and cursors (in-flight calls are cancelled)."""
-        r = self._run(run)
+        """Forget the run's bindings, cursors and journal (in-flight calls are cancelled)."""
+        r = self._runs.get(run)
+        if r is not None:
+            for binding in r.bindings.values():
+                if binding.call is not None:
+                    cancel_call(binding.call)
+            r.bindings.clear()
+            r.claimed = 0
+            r.journal.clear()
+            r.dropped = 0
+        self._emit(ev.RunReset(run))
+
+    def forget(self, run: str) -> bool:
+        """Delete the run (in-flight calls are cancelled); False when there was no such run."""
+        r = self._runs.pop(run, None)
+        if r is None:
+            return False
         for binding in r.bindings.values():
             if binding.call is not None:
                 cancel_call(binding.call)
-        r.bindings.clear()
-        r.claimed = 0
-        self._emit(ev.RunReset(run))
+        self._emit(ev.RunForgotten(run))
+        return True
 
     def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
         """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""
@@ -424,7 +494,7 @@ class ReplayEngine:
 
     def consumed_problems(self, run: str = DEFAULT_RUN) -> list[str]:
         """Every reason the run is not consumed (section 5 wording); empty when it is."""
-        return consumed_problems(self._scripts, self._run(run))
+        return consumed_problems(self._scripts, self._peek(run))
 
     def assert_consumed(self, run: str = DEFAULT_RUN) -> None:
         """Raise NotConsumedError listing every problem unless the run drained every script."""

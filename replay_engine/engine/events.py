@@ -141,6 +141,19 @@ class RunReset(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class RunForgotten(EngineEvent):
+    """The run was deleted: its bindings, cursors and journal are gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalTrimmed(EngineEvent):
+    """The run's journal reached its limit and dropped its oldest call (emitted once per run,
+    the first time; later drops are counted in ``RunState.journal_dropped``)."""
+
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScriptsReloaded(EngineEvent):
     """New scripts replaced the old ones; ``changes`` says what changed per script."""
 

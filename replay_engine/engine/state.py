@@ -7,6 +7,7 @@ journal entry; ``BindingState`` / ``RunState`` are snapshots for observers and t
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -115,14 +116,23 @@ class Binding:
     """Indices of this session's calls that ``cancel`` aborted before their last chunk."""
 
 
+DEFAULT_JOURNAL_LIMIT = 10_000
+"""Calls a run's journal keeps by default; beyond it the oldest are dropped."""
+
+
 @dataclass(slots=True)
 class Run:
-    """One run's bindings, how many scripts it claimed, and its call journal."""
+    """One run's bindings, how many scripts it claimed, and its call journal (the newest
+    ``journal.maxlen`` calls; ``dropped`` counts the older ones it let go)."""
 
     name: str
     bindings: dict[str | None, Binding] = field(default_factory=dict)
     claimed: int = 0
-    journal: list[CallRecord] = field(default_factory=list)
+    journal: deque[CallRecord] = field(
+        default_factory=lambda: deque(maxlen=DEFAULT_JOURNAL_LIMIT))
+    dropped: int = 0
+    limiter: anyio.CapacityLimiter | None = None
+    """How many of the run's placeholder patterns may run at once (made on first use)."""
 
 
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:
@@ -170,6 +180,8 @@ class RunState:
     consumed: bool
     mode: StepMode
     pace: Pace
+    journal_dropped: int = 0
+    """Oldest calls the run's journal let go to stay within its limit."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -180,6 +192,7 @@ class RunState:
             "consumed": self.consumed,
             "mode": self.mode,
             "pace": self.pace.describe(),
+            "journalDropped": self.journal_dropped,
         }
 
 
@@ -202,7 +215,7 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 aborted=tuple(b.aborted),
             )
         )
-    return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace)
+    return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace, run.dropped)
 
 
 def diff_scripts(old: Sequence[SessionScript], new: Sequence[SessionScript]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..server import is_loopback
+from ..server.listen import host_arg, port_arg
 from . import CallReport, Recording, record_scenario
 
 DEFAULT_PORT = 8765
@@ -35,8 +36,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("scenario", metavar="SCENARIO_DIR", help="directory to write the scenario into")
     p.add_argument("--upstream", required=True, metavar="BASE_URL",
                    help="the provider's base URL, e.g. https://api.deepseek.com")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--host", default="127.0.0.1", type=host_arg,
+                   help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=port_arg, default=DEFAULT_PORT,
                    help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")

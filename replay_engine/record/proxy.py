@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import BadRequest, ConfigError
 from ..server import is_loopback
+from ..server.guard import RequestGuard
 from ..server.preamble import request_session
 from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
 from .writer import Call, ScenarioRecorder, failure_code
@@ -317,9 +318,9 @@ class RecordProxy:
             sock.close()
             raise
         sock.setblocking(False)
-        config = uvicorn.Config(self.app, log_config=None, log_level="warning", access_log=False,
-                                lifespan="off", ws="none", timeout_graceful_shutdown=1,
-                                server_header=False)
+        config = uvicorn.Config(RequestGuard(self.app, host=self.host), log_config=None,
+                                log_level="warning", access_log=False, lifespan="off",
+                                ws="none", timeout_graceful_shutdown=1, server_header=False)
         config.load()
         server = _Server(config)
         server.lifespan = config.lifespan_class(config)

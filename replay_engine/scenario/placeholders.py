@@ -124,11 +124,12 @@ def _contains(entry: ChunksEntry | ThrowEntry) -> bool:
 
 
 def resolve_scripted_entry(entry: AnyEntry, messages: Any) -> AnyEntry:
-    """Resolve every placeholder in ``entry``; an entry without any is returned unchanged."""
-    if isinstance(entry, HangEntry):
-        if entry.readyFile is None or MARKER not in entry.readyFile:
-            return entry
-    elif not _contains(entry):
+    """Resolve every placeholder in ``entry``; an entry without any is returned unchanged.
+
+    A hang is always returned unchanged: its only string, ``readyFile``, names a file the
+    replay creates, and the agent's request must not choose where (it is refused there).
+    """
+    if isinstance(entry, HangEntry) or not _contains(entry):
         return entry
     corpus_cache: list[str] = []
 
@@ -138,11 +139,6 @@ def resolve_scripted_entry(entry: AnyEntry, messages: Any) -> AnyEntry:
         return corpus_cache[0]
 
     cache: dict[str, str] = {}
-    if isinstance(entry, HangEntry):
-        assert entry.readyFile is not None
-        return HangEntry.model_construct(
-            kind="hang", readyFile=_resolve_text(entry.readyFile, corpus(), cache)
-        )
     _, chunks = _walk(entry.chunks, corpus, cache)
     if isinstance(entry, ThrowEntry):
         return ThrowEntry.model_construct(

@@ -84,9 +84,11 @@ def create_app(
         (path, ModelCall(served, dialect).endpoint, ["POST"]) for dialect in wires for path in dialect.routes]
     model_routes += Catalog(served).table()
     routes = []
-    for path, endpoint, methods in [*model_routes, *Control(served).table()]:
+    control = Control(served)
+    for path, endpoint, methods in [*model_routes, *control.table()]:
         routes.append(Route(path, endpoint, methods=methods))
         routes.append(Route("/runs/{run}" + path, endpoint, methods=methods))
+    routes.append(Route("/runs/{run}", control.delete_run, methods=["DELETE"]))
     for path, endpoint, methods in model_routes:
         routes.append(Route("/sessions/{session}" + path, endpoint, methods=methods))
         routes.append(Route("/runs/{run}/sessions/{session}" + path, endpoint, methods=methods))

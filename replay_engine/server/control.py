@@ -113,6 +113,13 @@ class Control:
         self.engine.reset(self.served.run(request))
         return JSONResponse({"ok": True})
 
+    async def delete_run(self, request: Request) -> Response:
+        """``DELETE /runs/{run}``: drop the run's bindings, cursors and journal altogether."""
+        run = self.served.run(request)
+        if not self.engine.forget(run):
+            return JSONResponse({"ok": False, "error": f"no run {run!r}"}, status_code=404)
+        return JSONResponse({"ok": True})
+
     async def cancel(self, request: Request) -> Response:
         try:
             body = await read_json_body(request)

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import msgspec
 from starlette.requests import ClientDisconnect, Request
 
-from ..errors import BODY_TOO_LARGE, INVALID_JSON, INVALID_REQUEST, BadRequest, ClientGone
+from ..errors import (
+    BODY_TIMEOUT,
+    BODY_TOO_LARGE,
+    INVALID_JSON,
+    INVALID_REQUEST,
+    BadRequest,
+    ClientGone,
+)
 from ..jsonlimits import DEPTH_PROBLEM, too_deep
 
 __all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "read_json_body", "session_field"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Request bodies larger than this answer 413."""
+BODY_TIMEOUT_S = 30.0
+"""A request body still incomplete this long after the route began reading it answers 408."""
 
 _decode = msgspec.json.Decoder().decode
 
@@ -35,14 +45,18 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     parts: list[bytes] = []
     size = 0
     try:
-        async for part in request.stream():
-            size += len(part)
-            if size > MAX_BODY_BYTES:
-                raise BadRequest(413, f"request body exceeds the {MAX_BODY_BYTES // (1024 * 1024)} "
-                                 "MiB limit", BODY_TOO_LARGE)
-            parts.append(part)
+        with anyio.fail_after(BODY_TIMEOUT_S):
+            async for part in request.stream():
+                size += len(part)
+                if size > MAX_BODY_BYTES:
+                    raise BadRequest(413, f"request body exceeds the "
+                                     f"{MAX_BODY_BYTES // (1024 * 1024)} MiB limit", BODY_TOO_LARGE)
+                parts.append(part)
     except ClientDisconnect:
         raise ClientGone() from None
+    except TimeoutError:
+        raise BadRequest(408, f"the request body did not arrive within {BODY_TIMEOUT_S:g} s; "
+                         "send it at once", BODY_TIMEOUT) from None
     raw = b"".join(parts)
     if not raw.strip():
         return {}

@@ -24,6 +24,72 @@ from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from .app import create_app, served_by, set_app_scenario
 from .context import ScenarioSource
+from .guard import RequestGuard
+
+HEADER_TIMEOUT_S = 10.0
+"""A connection that has not sent a whole request head this long after connecting (or after
+its previous answer) is closed: slow clients cannot hold sockets open for ever."""
+KEEP_ALIVE_S = 5
+"""An idle keep-alive connection is closed after this many seconds."""
+MAX_CONNECTIONS = 1000
+"""Connections (and requests in flight) beyond this many are answered 503 at once."""
+MAX_HEAD_BYTES = 64 * 1024
+"""Largest request head (request line and headers) the h11 parser buffers."""
+
+
+def _timed_protocol(base: type[asyncio.Protocol], timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol ``base`` with a deadline of ``timeout`` seconds on reading each
+    request head (uvicorn has none: a client sending one header byte at a time keeps its
+    socket for ever)."""
+
+    class TimedHead(base):  # type: ignore[valid-type,misc]
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_timer = self.loop.call_later(timeout, self._head_expired)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_expired(self) -> None:
+            self._head_timer = None
+            cycle = self.cycle
+            if (cycle is None or cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return TimedHead
+
+
+def _http_protocol(timeout: float) -> type[asyncio.Protocol]:
+    """httptools' protocol when installed (faster), else h11's, with the head deadline."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        return _timed_protocol(HttpToolsProtocol, timeout)
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+        return _timed_protocol(H11Protocol, timeout)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -53,8 +119,16 @@ class ReplayServer:
         reload: Callable[[], object] | None = None,
         app: ASGIApp | None = None,
         sdk_retries: bool = False,
+        allow_hosts: tuple[str, ...] | list[str] = (),
+        header_timeout: float = HEADER_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
+        """``allow_hosts``: Host / Origin names served besides loopback and ``host``;
+        ``header_timeout``: seconds a connection may take to send a request head;
+        ``max_connections``: connections beyond it are answered 503."""
         self.engine = engine
+        self.header_timeout = header_timeout
+        self.max_connections = max_connections
         self.host = host
         self.port = port
         self._routes: Starlette | None = None
@@ -62,7 +136,7 @@ class ReplayServer:
         if app is None:
             app = self._routes = create_app(engine, scenario=scenario, providers=providers,
                                             reload=reload, sdk_retries=sdk_retries)
-        self.app = app
+        self.app: ASGIApp = RequestGuard(app, host=host, allow_hosts=allow_hosts)
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()
@@ -117,6 +191,8 @@ class ReplayServer:
         config = uvicorn.Config(
             self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",
             ws="none", timeout_graceful_shutdown=3, server_header=False,
+            http=_http_protocol(self.header_timeout), timeout_keep_alive=KEEP_ALIVE_S,
+            limit_concurrency=self.max_connections, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         config.load()
         server = _EmbeddedServer(config)

@@ -194,7 +194,7 @@ class ScenarioRun:
                                            event.script_index, event.call_index))
 
         def begin() -> Any:
-            engine.reset(run)  # a rerun of the same test starts from a clean run
+            engine.forget(run)  # a rerun of the same test starts from a fresh run
             return engine.subscribe(observe, chunks=False)
 
         self._unsubscribe = pool.loop.call(begin)
@@ -249,7 +249,7 @@ class ScenarioRun:
                 def end() -> None:
                     if unsubscribe is not None:
                         unsubscribe()
-                    engine.reset(run)
+                    engine.forget(run)  # nothing of the run stays behind on a shared server
 
                 pool.loop.call(end)
             elif self.mode == "record" and pool is not None and self._recording is not None:

@@ -14,8 +14,8 @@ BASIC = str(SAMPLES / "basic-chat")
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    ([BASIC, "--port", "abc"], "argument --port: invalid int value"),
-    ([BASIC, "--port", "70000"], "--port 70000: must be 0..65535"),
+    ([BASIC, "--port", "abc"], "argument --port: 'abc' is not a port number (0..65535)"),
+    ([BASIC, "--port", "70000"], "argument --port: 70000 is outside 0..65535"),
     ([BASIC, "--pace", "fast"], "--pace 'fast': expected recorded or recorded:SPEED"),
     ([BASIC, "--pace", "recorded:0"], "SPEED must be a positive number"),
     ([BASIC, "--pace-ms", "-5"], "--pace-ms -5: must be a non-negative integer"),

@@ -24,3 +24,11 @@ def test_a_started_call_names_the_wire_it_arrived_on() -> None:
     assert over is not None and in_process is not None
     assert over.plain == "a call #1 started (chunks, anthropic)"
     assert in_process.plain == "a call #1 started (hang)"
+
+
+def test_a_full_journal_and_a_deleted_run_are_told_in_the_event_log() -> None:
+    full = format_event(ev.JournalTrimmed("t1", 3), ["main"])
+    gone = format_event(ev.RunForgotten("t1"), ["main"])
+    assert full is not None and "journal full (3 calls)" in full.plain
+    assert "oldest calls are dropped" in full.plain
+    assert gone is not None and gone.plain.startswith("run t1 deleted")

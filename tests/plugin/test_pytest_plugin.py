@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -386,8 +387,13 @@ RECORD_TESTS = '''
 
     @pytest.fixture(autouse=True)
     def fresh_upstream():
-        """The stand-in provider answers each test's session from its first recorded call."""
-        httpx.post(os.environ["TEST_UPSTREAM"] + "/replay/v1/reset")
+        """The stand-in provider answers each test's session from its first recorded call
+        (a reset also empties its journal: the calls so far are tallied first)."""
+        upstream = os.environ["TEST_UPSTREAM"]
+        calls = len(httpx.get(upstream + "/replay/v1/journal").json()["calls"])
+        with open(os.environ["TEST_UPSTREAM_TALLY"], "a") as tally:
+            tally.write(str(calls) + " ")
+        httpx.post(upstream + "/replay/v1/reset")
 
     @pytest.mark.dsh_replay("scenarios/fresh")
     def test_fresh(dsh_replay):
@@ -400,15 +406,19 @@ RECORD_TESTS = '''
 
 
 def _upstream_calls(url: str) -> int:
+    """Calls the stand-in provider answered: those tallied before each reset, and the rest."""
     import httpx
 
-    return len(httpx.get(f"{url}/replay/v1/journal").json()["calls"])
+    tally = Path(os.environ["TEST_UPSTREAM_TALLY"])
+    before = sum(int(n) for n in tally.read_text().split()) if tally.is_file() else 0
+    return before + len(httpx.get(f"{url}/replay/v1/journal").json()["calls"])
 
 
 @requires_recorder
 def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_UPSTREAM", upstream)
+    monkeypatch.setenv("TEST_UPSTREAM_TALLY", str(project.path / "upstream-tally.txt"))
     project.makepyfile(test_rec=RECORD_TESTS.format(answer=ANSWER))
     existing = (project.path / "scenarios" / "basic-chat" / "session.jsonl").read_bytes()
     result = run(project, "--dsh-replay-record=all",
@@ -427,6 +437,7 @@ def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: st
 def test_record_missing_records_only_what_is_missing(project: pytest.Pytester, upstream: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_UPSTREAM", upstream)
+    monkeypatch.setenv("TEST_UPSTREAM_TALLY", str(project.path / "upstream-tally.txt"))
     project.makepyfile(test_rec=RECORD_TESTS.format(answer=ANSWER))
     existing = project.path / "scenarios" / "basic-chat" / "session.jsonl"
     before = existing.read_bytes()

@@ -9,19 +9,15 @@ the request's headers is written anywhere: their secrets are redacted from what 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import contextvars
 import json
 import logging
-import socket
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -32,6 +28,7 @@ from ..errors import BadRequest, ConfigError
 from ..server import is_loopback
 from ..server.guard import RequestGuard
 from ..server.preamble import request_session
+from ..server.runner import EmbeddedUvicorn, bind_socket, socket_url
 from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
 from .writer import Call, ScenarioRecorder, failure_code
 
@@ -218,9 +215,7 @@ class RecordProxy:
         self.dialects = dialects
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30.0))
         self.app = self._create_app()
-        self._server: _Server | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._exit = asyncio.Event()
+        self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
 
     @property
@@ -308,60 +303,21 @@ class RecordProxy:
         if self._url is not None:
             return self._url
         logging.getLogger("uvicorn.error").addFilter(_FILTER)
-        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        config = uvicorn.Config(RequestGuard(self.app, host=self.host), log_config=None,
-                                log_level="warning", access_log=False, lifespan="off",
-                                ws="none", timeout_graceful_shutdown=1, server_header=False)
-        config.load()
-        server = _Server(config)
-        server.lifespan = config.lifespan_class(config)
-        try:
-            await server.startup(sockets=[sock])
-        except BaseException:
-            sock.close()
-            raise
-        self._server = server
-        self._exit = asyncio.Event()
-        self._task = asyncio.create_task(self._main(server, sock))
+        sock = bind_socket(self.host, self.port)
+        runner = EmbeddedUvicorn(RequestGuard(self.app, host=self.host), graceful_s=1)
+        await runner.start(sock)
+        self._runner = runner
         self.port = sock.getsockname()[1]
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{self.port}"
+        self._url = socket_url(self.host, sock)
         return self._url
-
-    async def _main(self, server: _Server, sock: socket.socket) -> None:
-        counter = 0
-        while not self._exit.is_set():
-            await server.on_tick(counter)
-            counter = (counter + 10) % 864000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._exit.wait(), 1.0)
-        await server.shutdown(sockets=[sock])
 
     async def stop(self) -> None:
         """Finish the recording (calls still streaming are dropped), then shut down."""
         self.recorder.close()
-        if self._task is not None:
-            self._exit.set()
-            task, self._task = self._task, None
-            await task
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.stop()
         await self.client.aclose()
-
-
-class _Server(uvicorn.Server):
-    """uvicorn that leaves signal handling to whoever owns the event loop."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def _not_found(status: int, code: str) -> Callable[[Request, Exception], Any]:

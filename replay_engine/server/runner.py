@@ -100,6 +100,80 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking listening-ready socket bound to ``host``:``port`` (0: any free port)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def socket_url(host: str, sock: socket.socket) -> str:
+    """The base URL a bound socket serves, e.g. ``http://127.0.0.1:8765``."""
+    port = sock.getsockname()[1]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+class EmbeddedUvicorn:
+    """uvicorn serving one ASGI app on a bound socket as a task of the running loop, with the
+    slow-client limits (head deadline, keep-alive, connection cap); shared by the replay
+    server and the recorder."""
+
+    def __init__(self, app: ASGIApp, *, graceful_s: int = 3,
+                 header_timeout: float = HEADER_TIMEOUT_S,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        self.config = uvicorn.Config(
+            app, log_config=None, log_level="warning", access_log=False, lifespan="off",
+            ws="none", timeout_graceful_shutdown=graceful_s, server_header=False,
+            http=_http_protocol(header_timeout), timeout_keep_alive=KEEP_ALIVE_S,
+            limit_concurrency=max_connections, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        )
+        self._task: asyncio.Task[None] | None = None
+        self._exit = asyncio.Event()
+
+    @property
+    def running(self) -> bool:
+        """Whether it serves now."""
+        return self._task is not None
+
+    async def start(self, sock: socket.socket) -> None:
+        """Start serving on ``sock`` (closed again if uvicorn cannot start)."""
+        self.config.load()
+        server = _EmbeddedServer(self.config)
+        server.lifespan = self.config.lifespan_class(self.config)
+        try:
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
+        self._exit = asyncio.Event()
+        self._task = asyncio.create_task(self._main(server, sock))
+
+    async def _main(self, server: _EmbeddedServer, sock: socket.socket) -> None:
+        counter = 0
+        while not self._exit.is_set():
+            await server.on_tick(counter)
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 1.0)
+        await server.shutdown(sockets=[sock])
+
+    async def stop(self) -> None:
+        """Shut down cleanly (connections drain up to the graceful timeout)."""
+        if self._task is None:
+            return
+        self._exit.set()
+        task, self._task = self._task, None
+        await task
+
+
 def is_loopback(host: str) -> bool:
     """True when ``host`` only listens on the local machine."""
     return host in ("localhost", "::1") or host.startswith("127.")
@@ -137,9 +211,7 @@ class ReplayServer:
             app = self._routes = create_app(engine, scenario=scenario, providers=providers,
                                             reload=reload, sdk_retries=sdk_retries)
         self.app: ASGIApp = RequestGuard(app, host=host, allow_hosts=allow_hosts)
-        self._server: _EmbeddedServer | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._exit = asyncio.Event()
+        self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
 
     @property
@@ -166,67 +238,30 @@ class ReplayServer:
             raise RuntimeError("the replay server is not started")
         return self._url
 
-    def _bind(self) -> socket.socket:
-        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        return sock
-
     async def start(self) -> str:
         """Bind, start serving and return the base URL (the port is resolved when 0)."""
-        if self._task is not None and self._url is not None:
+        if self._runner is not None and self._url is not None:
             return self._url
         # Pay one-time costs now, not in the first call: the placeholder scan and anyio
         # importing its asyncio backend (tens of milliseconds) on its first Event.
         self.engine.prepare()
         anyio.Event()
-        sock = self._bind()
-        config = uvicorn.Config(
-            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-            ws="none", timeout_graceful_shutdown=3, server_header=False,
-            http=_http_protocol(self.header_timeout), timeout_keep_alive=KEEP_ALIVE_S,
-            limit_concurrency=self.max_connections, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        )
-        config.load()
-        server = _EmbeddedServer(config)
-        server.lifespan = config.lifespan_class(config)
-        try:
-            await server.startup(sockets=[sock])
-        except BaseException:
-            sock.close()
-            raise
-        self._server = server
+        sock = bind_socket(self.host, self.port)
+        runner = EmbeddedUvicorn(self.app, graceful_s=3, header_timeout=self.header_timeout,
+                                 max_connections=self.max_connections)
+        await runner.start(sock)
+        self._runner = runner
         self.port = sock.getsockname()[1]
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{self.port}"
-        self._exit = asyncio.Event()
-        self._task = asyncio.create_task(self._main(server, sock))
+        self._url = socket_url(self.host, sock)
         return self._url
-
-    async def _main(self, server: _EmbeddedServer, sock: socket.socket) -> None:
-        counter = 0
-        while not self._exit.is_set():
-            await server.on_tick(counter)
-            counter = (counter + 10) % 864000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._exit.wait(), 1.0)
-        await server.shutdown(sockets=[sock])
 
     async def stop(self) -> None:
         """Cancel every call in flight and shut down cleanly."""
-        if self._task is None:
+        runner, self._runner = self._runner, None
+        if runner is None:
             return
         self.engine.cancel_all()
-        self._exit.set()
-        task, self._task = self._task, None
-        await task
+        await runner.stop()
 
     async def __aenter__(self) -> ReplayServer:
         await self.start()

@@ -9,6 +9,7 @@ DeepSeek-style client; other dialects plug in by implementing :class:`Dialect`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -131,6 +132,15 @@ class Dialect(Protocol):
 
     def error_message(self, status: int, body: bytes) -> str:
         """The upstream's error message from an error answer's body."""
+
+
+def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> list[Chunk]:
+    """Feed one whole answer's events to ``rebuilder``: every chunk it rebuilds, the end's too
+    (how a non-streaming answer, replayed as its stream, is recorded)."""
+    out: list[Chunk] = []
+    for event in events:
+        out += rebuilder.feed(event)
+    return out + rebuilder.end()
 
 
 def usage_back(wire: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from .dialects import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    rebuild_events,
     upstream_error_message,
 )
 
@@ -297,11 +298,7 @@ class AnthropicMessages:
         """The chunks the same ``Message`` streamed with one delta per block rebuilds to."""
         if not isinstance(body, dict) or body.get("type") != "message":
             raise ValueError("not a Message")
-        rebuilder = MessagesRebuilder()
-        out: list[Chunk] = []
-        for event in _events_of_message(body):
-            out += rebuilder.feed(event)
-        return out + rebuilder.end()
+        return rebuild_events(MessagesRebuilder(), _events_of_message(body))
 
     def error_message(self, status: int, body: bytes) -> str:
         return upstream_error_message(status, body)

@@ -30,6 +30,7 @@ from .dialects import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    rebuild_events,
     upstream_error_message,
 )
 
@@ -256,11 +257,7 @@ class OpenAIResponses:
         """The chunks the same response streamed with one delta per item rebuilds to."""
         if not isinstance(body, dict) or body.get("object") != "response":
             raise ValueError("not a response")
-        rebuilder = ResponsesRebuilder()
-        out: list[Chunk] = []
-        for event in _events_of_response(body):
-            out += rebuilder.feed(event)
-        return out + rebuilder.end()
+        return rebuild_events(ResponsesRebuilder(), _events_of_response(body))
 
     def error_message(self, status: int, body: bytes) -> str:
         return upstream_error_message(status, body)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from .app import create_app, set_app_scenario
 from .context import DEFAULT_PROVIDERS, ScenarioSource
+from .guard import is_loopback
 from .request_body import MAX_BODY_BYTES
-from .runner import ReplayServer, is_loopback, serve_scenario
+from .runner import ReplayServer, serve_scenario
 
 __all__ = [
     "DEFAULT_PROVIDERS",

@@ -39,7 +39,8 @@ def bad_id(value: str) -> bool:
     return _ID.fullmatch(value) is None
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names only the local machine (loopback names and addresses)."""
     if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
         return True
     try:
@@ -76,7 +77,7 @@ class RequestGuard:
     def host_allowed(self, name: str) -> bool:
         """Whether a request naming ``name`` as its host (or origin host) is served."""
         name = name.lower()
-        return self.any_host or _is_loopback(name) or name in self.allowed
+        return self.any_host or is_loopback(name) or name in self.allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

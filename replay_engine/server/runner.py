@@ -174,11 +174,6 @@ class EmbeddedUvicorn:
         await task
 
 
-def is_loopback(host: str) -> bool:
-    """True when ``host`` only listens on the local machine."""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 class ReplayServer:
     """The replay app on uvicorn, run as a task of the current event loop."""
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         diff_scripts,
         events,
     )
+    from .engine.placeholders import resolve_scripted_entry
     from .errors import (
         UNFINISHED_CALL,
         AbortedError,
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
         load_session_scripts,
     )
     from .scenario.logs import parse_session_header, parse_session_log
-    from .scenario.placeholders import resolve_scripted_entry
     from .scenario.sidecar import (
         SIDECAR_NAME,
         Sidecar,
@@ -177,7 +177,7 @@ _LAZY: dict[str, str] = {
     "SessionScript": "models",
     "ThrowEntry": "models",
     "entry_to_json": "models",
-    "resolve_scripted_entry": "scenario.placeholders",
+    "resolve_scripted_entry": "engine.placeholders",
     "EXIT_FAILED": "presentation",
     "EXIT_NOT_CONSUMED": "presentation",
     "EXIT_NOT_SERVING": "presentation",

@@ -20,10 +20,10 @@ from pydantic import (
     model_validator,
 )
 
-from .scenario.chunkshape import chunk_shape_problem
-from .scenario.jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
-from .scenario.jsonnumbers import as_safe_integer as as_safe_integer
-from .scenario.jsonnumbers import is_number as is_number
+from .chunkshape import chunk_shape_problem
+from .jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from .jsonnumbers import as_safe_integer as as_safe_integer
+from .jsonnumbers import is_number as is_number
 
 CHUNK_TYPES: frozenset[str] = frozenset(
     {

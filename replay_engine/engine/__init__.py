@@ -1,7 +1,8 @@
 """The replay engine: binds live sessions to scripts and serves their entries (SPEC 5-6).
 
 ``core`` holds ``ReplayEngine`` and the serving loop; ``handle`` the ``CallHandle`` a
-server gets per call; ``binding`` claims scripts and advances cursors; ``gate`` the step
+server gets per call; ``binding`` claims scripts and advances cursors; ``placeholders``
+resolves ``{{fromRequest}}`` against the live request; ``gate`` the step
 modes, breakpoints and pause / step; ``pacing`` the delay before each chunk; ``cancel``
 cancellation and the cancellable wait; ``ready`` hang ready files; ``verdict`` the consumed
 check; ``state`` the run records, the journal and the read-only views; ``events`` what

@@ -15,8 +15,8 @@ import msgspec
 from ..errors import ScriptExhaustedError, UnrecordedSessionError
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
-from ..scenario.placeholders import MARKER, resolve_scripted_entry
 from . import events as ev
+from .placeholders import MARKER, resolve_scripted_entry
 from .state import Binding, Call, CallRecord, Run, session_label
 
 _MARKER_BYTES = MARKER.encode()

@@ -29,7 +29,6 @@ from ..errors import (
     ScriptedFailure,
 )
 from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
-from ..scenario.placeholders import resolve_scripted_entry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
 from .cancel import calls_to_cancel, cancel_call, wait
@@ -37,6 +36,7 @@ from .events import Observer
 from .gate import StepGate, StepHow, pause, release
 from .handle import CallHandle
 from .pacing import Pace, chunk_delay
+from .placeholders import resolve_scripted_entry
 from .ready import touch_ready_file
 from .state import (
     DEFAULT_JOURNAL_LIMIT,

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path, PurePath
 
 from ..errors import READY_FILE, InputError
-from ..scenario.placeholders import MARKER
+from .placeholders import MARKER
 
 _FLAGS = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..chunkshape import chunk_shape_problem as chunk_shape_problem
 from ..errors import UNFINISHED_CALL, DerivationError
-from .chunkshape import chunk_shape_problem as chunk_shape_problem
 
 
 class _UndefinedType:

@@ -10,6 +10,7 @@ import math
 from array import array
 from typing import Any
 
+from ..chunkshape import TEXT_FIELDS
 from ..models import ChunksEntry, ScriptEntry
 from .callkeys import (
     Undefined,
@@ -21,7 +22,6 @@ from .callkeys import (
     missing_chunk_error,
     unfinished_call_error,
 )
-from .chunkshape import TEXT_FIELDS
 from .logscan import NO_TIME
 
 __all__ = ["Deriver", "call_key", "derive_replay_script", "js_string"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from ..chunkshape import TEXT_FIELDS
 from .callkeys import (
     Undefined,
     bad_chunk_error,
@@ -23,7 +24,6 @@ from .callkeys import (
     missing_chunk_error,
     unfinished_call_error,
 )
-from .chunkshape import TEXT_FIELDS
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,

@@ -16,7 +16,7 @@ import msgspec
 
 from ..errors import LogParseError
 from ..jsonlimits import DEPTH_PROBLEM, NonFiniteNumber, finite_float, finite_int, too_deep
-from .jsonnumbers import as_safe_integer, is_number
+from ..jsonnumbers import as_safe_integer, is_number
 from .layout import not_a_file
 
 if TYPE_CHECKING:

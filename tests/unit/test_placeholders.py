@@ -16,7 +16,7 @@ from replay_engine import (
     resolve_scripted_entry,
 )
 from replay_engine import events as ev
-from replay_engine.scenario.placeholders import request_corpus, split_placeholder
+from replay_engine.engine.placeholders import request_corpus, split_placeholder
 from tests.conftest import SAMPLES
 from tests.unit.enginetools import Recorder, collect, scripts
 

@@ -24,3 +24,29 @@ def as_safe_integer(value: object) -> int | None:
 def is_number(value: object) -> bool:
     """True for JSON numbers; booleans are never numbers."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def count(value: object) -> int:
+    """A usage counter as an int: the JSON integer ``value`` holds (``12.0`` is 12), else 0.
+
+    Every wire and the recorder read counters through this, so one recording gives the same
+    number on every route."""
+    number = as_safe_integer(value)
+    return 0 if number is None else number
+
+
+def json_kind(value: object) -> str:
+    """What JSON value ``value`` is, for error messages (``a string``, ``the number 5``, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -20,9 +20,11 @@ directory that already holds a scenario, keeping its files as ``.bak`` (else Inp
 The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (``url + "/v1"``, what an
 OpenAI SDK takes), ``directory``, ``reports`` and ``problems``.
 
-Dialects plug in through :class:`~replay_engine.record.dialects.Dialect`; built in are the
-OpenAI / DeepSeek chat-completions wire, Anthropic Messages (``/v1/messages``, an Anthropic
-SDK takes ``url`` as its base URL) and OpenAI Responses (``/v1/responses``).
+Dialects plug in through :class:`~replay_engine.record.dialect.RecordDialect` (the seam; one
+sibling module per dialect, as in ``replay_engine/wire``, listed by ``dialects``); built in
+are the OpenAI / DeepSeek chat-completions wire (``openai_chat``), Anthropic Messages
+(``anthropic``, ``/v1/messages``; an Anthropic SDK takes ``url`` as its base URL) and OpenAI
+Responses (``responses``, ``/v1/responses``).
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SCENARIO_EXISTS
-from .dialects import DIALECTS, OPENAI_CHAT, Dialect
+from .dialect import RecordDialect
+from .dialects import DIALECTS
+from .openai_chat import OPENAI_CHAT
 from .proxy import NETWORK, RecordProxy, check_upstream
-from .writer import CallReport, Listener, ScenarioRecorder, failure_code
+from .writer import CallReport, Listener, ScenarioRecorder
 
 __all__ = [
     "DIALECTS",
@@ -43,13 +47,12 @@ __all__ = [
     "OPENAI_CHAT",
     "SCENARIO_EXISTS",
     "CallReport",
-    "Dialect",
     "Listener",
+    "RecordDialect",
     "RecordProxy",
     "Recording",
     "ScenarioRecorder",
     "check_upstream",
-    "failure_code",
     "record_scenario",
 ]
 

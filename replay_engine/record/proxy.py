@@ -29,8 +29,10 @@ from ..server import is_loopback
 from ..server.guard import RequestGuard
 from ..server.preamble import request_session
 from ..server.runner import EmbeddedUvicorn, bind_socket, socket_url
-from .dialects import DIALECTS, Dialect, SseParser, StreamFailure
-from .writer import Call, ScenarioRecorder, failure_code
+from ..statuscodes import code_for_status
+from .dialect import RecordDialect, SseParser, StreamFailure
+from .dialects import DIALECTS
+from .writer import Call, ScenarioRecorder
 
 NETWORK = "NETWORK"
 """Failure code of a call whose upstream connection broke mid-answer (no status to map)."""
@@ -80,7 +82,7 @@ def upstream_url(base: str, path: str, query: str) -> str:
 class _Relay:
     """The ASGI answer of one forwarded call: relays the upstream's bytes, records the call."""
 
-    def __init__(self, response: httpx.Response, call: Call | None, dialect: Dialect) -> None:
+    def __init__(self, response: httpx.Response, call: Call | None, dialect: RecordDialect) -> None:
         self.response = response
         self.call = call
         self.dialect = dialect
@@ -125,7 +127,7 @@ class _Relay:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         status = self.response.status_code
         self._fail(self.dialect.error_message(status, self._decoder()(bytes(body))),
-                   failure_code(status))
+                   code_for_status(status))
 
     async def _stream(self, send: Send) -> None:
         parser = SseParser()
@@ -207,7 +209,7 @@ class RecordProxy:
     """The recorder's HTTP server: uvicorn on loopback, run as a task of the current loop."""
 
     def __init__(self, recorder: ScenarioRecorder, upstream: str, *, host: str = "127.0.0.1",
-                 port: int = 0, dialects: tuple[Dialect, ...] = DIALECTS) -> None:
+                 port: int = 0, dialects: tuple[RecordDialect, ...] = DIALECTS) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
         self.host = host
@@ -254,7 +256,7 @@ class RecordProxy:
             headers["x-session-id"] = session
         return headers
 
-    def _model_call(self, dialect: Dialect, path: str) -> Callable[[Request], Any]:
+    def _model_call(self, dialect: RecordDialect, path: str) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> ASGIApp:
             self.recorder.redact.learn(request.headers.items())
             try:
@@ -277,7 +279,7 @@ class RecordProxy:
             except httpx.HTTPError as exc:
                 message = f"the upstream {self.upstream} did not answer ({_describe(exc)})"
                 if call is not None:
-                    call.fail(message, failure_code(UNREACHABLE_STATUS))
+                    call.fail(message, code_for_status(UNREACHABLE_STATUS))
                 return _upstream_error(message, UNREACHABLE_STATUS, "UPSTREAM_UNREACHABLE")
             return _Relay(response, call, dialect)
 

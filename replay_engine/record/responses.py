@@ -25,7 +25,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dialects import (
+from ..jsonnumbers import count
+from .dialect import (
     Chunk,
     RequestMessage,
     SseEvent,
@@ -40,10 +41,6 @@ _DELTAS = {"response.output_text.delta": "text",
            "response.reasoning_summary_text.delta": "reasoning",
            "response.function_call_arguments.delta": "tool-call"}
 _ENDS = ("response.completed", "response.incomplete", "response.failed")
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _texts(parts: object, kinds: tuple[str, ...]) -> str:
@@ -83,10 +80,10 @@ def usage_back(wire: object) -> dict[str, Any] | None:
         return None
     inp = wire.get("input_tokens_details")
     out = wire.get("output_tokens_details")
-    cached = _count(inp.get("cached_tokens")) if isinstance(inp, dict) else 0
-    return {"inputTokens": _count(wire.get("input_tokens")) - cached,
-            "outputTokens": _count(wire.get("output_tokens")), "cacheReadTokens": cached,
-            "reasoningTokens": _count(out.get("reasoning_tokens")) if isinstance(out, dict) else 0}
+    cached = count(inp.get("cached_tokens")) if isinstance(inp, dict) else 0
+    return {"inputTokens": count(wire.get("input_tokens")) - cached,
+            "outputTokens": count(wire.get("output_tokens")), "cacheReadTokens": cached,
+            "reasoningTokens": count(out.get("reasoning_tokens")) if isinstance(out, dict) else 0}
 
 
 def _failure(error: object) -> dict[str, Any]:

@@ -21,22 +21,14 @@ from typing import IO, Any
 
 from ..errors import SCENARIO_EXISTS, InputError
 from ..files import atomic_write
+from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, child_log_name, is_scenario_file
 from ..scenario.sidecar import validate_sidecar
-from .dialects import Chunk, RequestMessage
+from .dialect import Chunk, RequestMessage
 
-SIDECAR_NAME = "replay.override.json"
 BACKUP_SUFFIX = ".bak"
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Header values shorter than this are not searched for (they would match ordinary text)."""
-
-
-_STATUS_CODES = {400: "INVALID_REQUEST", 401: "AUTH", 429: "RATE_LIMIT", 500: "SERVER"}
-
-
-def failure_code(status: int) -> str:
-    """The failure code of an upstream HTTP error status, SPEC 8.1's mapping read backwards."""
-    return _STATUS_CODES.get(status, f"HTTP_{status}")
 
 
 def recorder_version() -> str:
@@ -58,17 +50,12 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def scenario_files(directory: Path) -> list[Path]:
-    """The files of ``directory`` that make it a scenario (logs and the sidecar)."""
+def existing_scenario_files(directory: Path) -> list[Path]:
+    """The files of ``directory`` that make it a scenario (logs and the sidecar), by the
+    scenario layout's own names."""
     if not directory.is_dir():
         return []
-    found = []
-    for item in sorted(directory.iterdir()):
-        name = item.name
-        child = name.startswith("session.") and name.endswith(".jsonl") and name[8:-6].isdigit()
-        if name in ("session.jsonl", SIDECAR_NAME) or child:
-            found.append(item)
-    return found
+    return [item for item in sorted(directory.iterdir()) if is_scenario_file(item.name)]
 
 
 def prepare_directory(directory: Path, *, force: bool) -> list[Path]:
@@ -77,7 +64,7 @@ def prepare_directory(directory: Path, *, force: bool) -> list[Path]:
     if directory.exists() and not directory.is_dir():
         raise InputError(f"{directory}: not a directory; give record a directory to write the "
                          "scenario into.", file=str(directory))
-    existing = scenario_files(directory)
+    existing = existing_scenario_files(directory)
     if existing and not force:
         names = ", ".join(p.name for p in existing)
         raise InputError(f"{directory}: already holds a scenario ({names}); record into an empty "
@@ -197,7 +184,7 @@ class SessionLog:
         self.recorder = recorder
         self.path = path
         self.session = session
-        self.primary = path.name == "session.jsonl"
+        self.primary = path.name == PRIMARY_NAME
         self.seq = 0
         self.turn = 0
         self.step = 0
@@ -358,7 +345,7 @@ class ScenarioRecorder:
         if log is None:
             created = max(now_ms(), self._last_created + 1)  # children keep first-call order
             self._last_created = created
-            name = "session.jsonl" if not self.sessions else f"session.{len(self.sessions)}.jsonl"
+            name = PRIMARY_NAME if not self.sessions else child_log_name(len(self.sessions))
             log = self.sessions[session] = SessionLog(self, self.directory / name, session, created)
         call = log.open_call(messages)
         self.in_flight.add(call)

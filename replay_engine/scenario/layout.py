@@ -85,3 +85,13 @@ def not_a_file(path: str | Path) -> str | None:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe), not a file"
     return "not a regular file"
+
+
+def child_log_name(ordinal: int) -> str:
+    """The file name of child log ``ordinal`` (1, 2, ...)."""
+    return f"session.{ordinal}.jsonl"
+
+
+def is_scenario_file(name: str) -> bool:
+    """Whether a file of this name is part of a scenario (a log or the sidecar)."""
+    return name in (PRIMARY_NAME, SIDECAR_NAME) or CHILD_RE.match(name) is not None

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ScriptedFailure, UnrepresentableCallError
+from ..jsonnumbers import count
 from ..models import AnyEntry
-from .blocks import Block, BlockWalker, entry_chunks, int_field
+from .blocks import Block, BlockWalker, entry_chunks
 from .dialect import CallRequest, Dialect, status_for_code
 from .jsonbytes import encode as encode_json
 
@@ -89,11 +90,11 @@ def usage_to_wire(usage: dict[str, Any] | None, *, output: bool = True) -> dict[
     """Anthropic usage of a recorded usage (``output_tokens`` 0 when ``output`` is False)."""
     usage = usage or {}
     wire: dict[str, Any] = {
-        "input_tokens": int_field(usage.get("inputTokens")),
-        "output_tokens": int_field(usage.get("outputTokens")) if output else 0,
+        "input_tokens": count(usage.get("inputTokens")),
+        "output_tokens": count(usage.get("outputTokens")) if output else 0,
     }
     if "cacheReadTokens" in usage:
-        wire["cache_read_input_tokens"] = int_field(usage.get("cacheReadTokens"))
+        wire["cache_read_input_tokens"] = count(usage.get("cacheReadTokens"))
     return wire
 
 
@@ -178,7 +179,7 @@ class MessagesStreamEncoder(BlockWalker):
         self._delta_sent = True
         return _sse(b"message_delta", _encode(
             {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
-             "usage": {"output_tokens": int_field((self.usage or {}).get("outputTokens"))}}))
+             "usage": {"output_tokens": count((self.usage or {}).get("outputTokens"))}}))
 
     def close(self) -> bytes:
         """What ends a completed stream: ``message_stop`` (nothing after an error finish)."""

@@ -32,17 +32,6 @@ def entry_chunks(entry: AnyEntry) -> Sequence[dict[str, Any]]:
     return () if isinstance(entry, HangEntry) else entry.chunks
 
 
-def int_field(value: object) -> int:
-    """A usage counter as an int (0 unless the recording holds an integer)."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return 0
-
-
 class Block:
     """One content block of a call as it goes out on the wire."""
 

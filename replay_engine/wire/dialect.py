@@ -15,31 +15,9 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import BadRequest, ReplayError
 from ..models import AnyEntry
+from ..statuscodes import status_for_code as status_for_code
 
 SSE_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
-
-_STATUS_BY_CODE = {
-    "AUTH": 401,
-    "RATE_LIMIT": 429,
-    "QUOTA_EXCEEDED": 429,
-    "INVALID_REQUEST": 400,
-    "CONTEXT_WINDOW_EXCEEDED": 400,
-    "SERVER": 500,
-    "UNRECORDED_SESSION": 409,
-    "SCRIPT_EXHAUSTED": 409,
-}
-
-
-def status_for_code(code: str) -> int:
-    """The HTTP status a client maps back to ``code`` (SPEC 8.1: ``HTTP_<n>`` is n; else 500)."""
-    status = _STATUS_BY_CODE.get(code)
-    if status is not None:
-        return status
-    if code.startswith("HTTP_") and code[5:].isdigit():
-        number = int(code[5:])
-        if 400 <= number <= 599:
-            return number
-    return 500
 
 
 class StreamEncoder(Protocol):

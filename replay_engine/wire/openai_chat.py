@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any
 
+from ..jsonnumbers import count
 from ..models import AnyEntry
 from .dialect import CallRequest, Dialect, openai_error_body
 from .dialect import status_for_code as status_for_code
@@ -49,10 +50,6 @@ def finish_reason(reason: object) -> str:
     return "stop"
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_to_wire(usage: object) -> dict[str, Any]:
     """DeepSeek usage of a recorded usage; counters the recording lacks stay off the wire.
 
@@ -62,9 +59,9 @@ def usage_to_wire(usage: object) -> dict[str, Any]:
     if not isinstance(usage, dict):
         return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
                 "prompt_cache_miss_tokens": 0}
-    inp = _int(usage.get("inputTokens"))
-    out = _int(usage.get("outputTokens"))
-    cache = _int(usage.get("cacheReadTokens"))
+    inp = count(usage.get("inputTokens"))
+    out = count(usage.get("outputTokens"))
+    cache = count(usage.get("cacheReadTokens"))
     wire: dict[str, Any] = {
         "prompt_tokens": inp + cache,
         "completion_tokens": out,
@@ -75,7 +72,7 @@ def usage_to_wire(usage: object) -> dict[str, Any]:
         wire["prompt_cache_hit_tokens"] = cache
         wire["prompt_tokens_details"] = {"cached_tokens": cache}
     if "reasoningTokens" in usage:
-        wire["completion_tokens_details"] = {"reasoning_tokens": _int(usage.get("reasoningTokens"))}
+        wire["completion_tokens_details"] = {"reasoning_tokens": count(usage.get("reasoningTokens"))}
     return wire
 
 

@@ -16,8 +16,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ..jsonnumbers import count
 from ..models import AnyEntry
-from .blocks import Block, BlockWalker, entry_chunks, int_field
+from .blocks import Block, BlockWalker, entry_chunks
 from .dialect import CallRequest, Dialect, openai_error_body, status_for_code
 from .jsonbytes import encode as encode_json
 
@@ -39,12 +40,12 @@ def request_corpus(body: dict[str, Any]) -> dict[str, Any]:
 def usage_to_wire(usage: dict[str, Any] | None) -> dict[str, Any]:
     """Responses usage of a recorded usage (counters the recording lacks are 0)."""
     usage = usage or {}
-    cache = int_field(usage.get("cacheReadTokens"))
-    inp = int_field(usage.get("inputTokens")) + cache
-    out = int_field(usage.get("outputTokens"))
+    cache = count(usage.get("cacheReadTokens"))
+    inp = count(usage.get("inputTokens")) + cache
+    out = count(usage.get("outputTokens"))
     return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cache},
             "output_tokens": out,
-            "output_tokens_details": {"reasoning_tokens": int_field(usage.get("reasoningTokens"))},
+            "output_tokens_details": {"reasoning_tokens": count(usage.get("reasoningTokens"))},
             "total_tokens": inp + out}
 
 

@@ -7,7 +7,8 @@ import httpx
 import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine
-from replay_engine.record.dialects import OPENAI_CHAT, SseEvent, SseParser
+from replay_engine.record.dialect import SseEvent, SseParser
+from replay_engine.record.openai_chat import OPENAI_CHAT
 from replay_engine.server import ReplayServer
 from tests.record.recordtools import CORPUS
 from tests.wire.test_conformance_wire import _corpus_scripts

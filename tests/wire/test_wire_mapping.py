@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from replay_engine.statuscodes import code_for_status
 from replay_engine.wire.openai_chat import (
     DONE_EVENT,
     CompletionAssembler,
@@ -37,10 +38,16 @@ def _deltas(chunks: list[dict[str, Any]]) -> list[Any]:
     ("AUTH", 401), ("RATE_LIMIT", 429), ("QUOTA_EXCEEDED", 429), ("INVALID_REQUEST", 400),
     ("CONTEXT_WINDOW_EXCEEDED", 400), ("SERVER", 500), ("HTTP_503", 503), ("HTTP_418", 418),
     ("HTTP_200", 500), ("HTTP_x", 500), ("PROVIDER", 500), ("SCRIPT_EXHAUSTED", 409),
-    ("UNRECORDED_SESSION", 409),
+    ("UNRECORDED_SESSION", 409), ("HTTP_\u00b2", 500), ("HTTP_", 500), ("HTTP_600", 500),
 ])
 def test_status_for_code(code: str, status: int) -> None:
     assert status_for_code(code) == status
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 429, 500, 502, 503, 529])
+def test_a_recorded_status_is_served_with_the_same_status(status: int) -> None:
+    """The recorder's status -> code and the wire's code -> status are one table."""
+    assert status_for_code(code_for_status(status)) == status
 
 
 def test_every_event_is_a_chat_completion_chunk_echoing_the_model() -> None:

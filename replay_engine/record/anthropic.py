@@ -24,7 +24,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dialects import (
+from ..jsonnumbers import as_safe_integer
+from .dialect import (
     Chunk,
     RequestMessage,
     SseEvent,
@@ -43,10 +44,6 @@ _ERROR_CODES = {"authentication_error": "AUTH", "permission_error": "HTTP_403",
                 "invalid_request_error": "INVALID_REQUEST", "request_too_large": "HTTP_413",
                 "overloaded_error": "HTTP_529", "api_error": "SERVER"}
 """Failure codes of Anthropic error types (an error event without a ``code`` of its own)."""
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(slots=True)
@@ -132,7 +129,7 @@ class MessagesRebuilder:
             return
         for wire, name in (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
                            ("cache_read_input_tokens", "cacheReadTokens")):
-            value = _count(usage.get(wire))
+            value = as_safe_integer(usage.get(wire))
             if value is not None:
                 self._usage[name] = value
 

@@ -1,0 +1,171 @@
+"""The seam between the recorder and a wire dialect: what one dialect must say to be recorded.
+
+A :class:`RecordDialect` names its model-call routes, reads a request's conversation
+(:class:`RequestMessage` per message) and turns the upstream's answer back into recorded
+chunks exactly as a client of that wire rebuilds them (SPEC 9): ``rebuilder()`` folds
+server-sent events as they arrive, ``completion_chunks`` reads a ``stream: false`` answer.
+One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``) mirrors
+``replay_engine/wire``; ``dialects`` lists them. The proxy knows none of their formats.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import UpstreamStreamError
+
+Chunk = dict[str, Any]
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One server-sent event: its ``event:`` name (None when absent) and joined ``data:``."""
+
+    event: str | None
+    data: str
+
+
+class SseParser:
+    """Splits an event stream into events as its bytes arrive (any line ending)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, raw: bytes) -> list[SseEvent]:
+        """The events completed by ``raw``."""
+        self._buffer += raw
+        events: list[SseEvent] = []
+        while True:
+            cut = self._next_line_end()
+            if cut is None:
+                return events
+            end, width = cut
+            line = self._buffer[:end].decode("utf-8", errors="replace")
+            self._buffer = self._buffer[end + width:]
+            if not line:
+                if self._data or self._event is not None:
+                    events.append(SseEvent(self._event, "\n".join(self._data)))
+                self._event, self._data = None, []
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "data":
+                self._data.append(value)
+            elif name == "event":
+                self._event = value
+
+    def close(self) -> list[SseEvent]:
+        """At the end of the stream: the event a final lone ``\r`` completes, if any (an
+        event the stream left unterminated is dropped, as the SSE standard says)."""
+        if not self._buffer.endswith(b"\r"):
+            return []
+        self._buffer += b"\n"
+        return self.feed(b"")
+
+    def _next_line_end(self) -> tuple[int, int] | None:
+        n = self._buffer.find(b"\n")
+        r = self._buffer.find(b"\r")
+        if r == -1 and n == -1:
+            return None
+        if r != -1 and (n == -1 or r < n):
+            if r + 1 == len(self._buffer):
+                return None  # a "\r\n" may be split across reads
+            return (r, 2) if self._buffer[r + 1:r + 2] == b"\n" else (r, 1)
+        return n, 1
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMessage:
+    """One message of a request, as the turn inference and the log events need it."""
+
+    role: str
+    """``user``, ``tool``, ``assistant`` or ``system`` (the dialect maps its own roles)."""
+    content: Any
+    call_id: str | None = None
+    """For a tool result: the tool call it answers."""
+    raw: Any = None
+    """The message exactly as the request sent it (compared to find the new ones)."""
+
+
+StreamFailure = UpstreamStreamError
+"""What a rebuilder raises for an error event (``message`` and ``code``)."""
+
+
+class StreamRebuilder(Protocol):
+    """Folds one call's answer stream into recorded chunks."""
+
+    ended: bool
+    """True once the stream's own end marker arrived (``[DONE]`` for chat completions)."""
+
+    def feed(self, event: SseEvent) -> list[Chunk]:
+        """The chunks this event completes; raises :class:`StreamFailure` for an error event."""
+
+    def end(self) -> list[Chunk]:
+        """The chunks a client emits at the end marker (block ends, usage, finish)."""
+
+
+class RecordDialect(Protocol):
+    """A wire the recorder proxies and records."""
+
+    name: str
+    routes: tuple[str, ...]
+    """The model-call POST paths (without any ``/runs`` or ``/sessions`` prefix)."""
+
+    def wants_stream(self, body: dict[str, Any]) -> bool:
+        """Whether the request asks for an event stream."""
+
+    def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
+        """The request's conversation, in order."""
+
+    def rebuilder(self) -> StreamRebuilder:
+        """A fresh rebuilder for one streamed answer."""
+
+    def completion_chunks(self, body: Any) -> list[Chunk]:
+        """The chunks of one non-streaming answer (ValueError when it is not one)."""
+
+    def error_message(self, status: int, body: bytes) -> str:
+        """The upstream's error message from an error answer's body."""
+
+
+def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> list[Chunk]:
+    """Feed one whole answer's events to ``rebuilder``: every chunk it rebuilds, the end's too
+    (how a non-streaming answer, replayed as its stream, is recorded)."""
+    out: list[Chunk] = []
+    for event in events:
+        out += rebuilder.feed(event)
+    return out + rebuilder.end()
+
+
+def stream_error(error: object) -> StreamFailure:
+    """The failure an in-stream ``{"error": {...}}`` event reports (code SERVER when unnamed)."""
+    if not isinstance(error, dict):
+        return StreamFailure(str(error))
+    message = error.get("message")
+    code = error.get("code")
+    return StreamFailure(message if isinstance(message, str) and message else "stream error",
+                         code=code if isinstance(code, str) and code else None)
+
+
+def upstream_error_message(status: int, body: bytes) -> str:
+    """The message of an error answer: ``error.message`` (OpenAI's and Anthropic's shapes),
+    a bare ``error`` or ``message`` string, else the body's text."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if isinstance(parsed.get("message"), str):
+            return str(parsed["message"])
+    return text[:500] if text else f"HTTP {status}"

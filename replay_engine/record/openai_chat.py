@@ -1,0 +1,208 @@
+"""The recorder's OpenAI / DeepSeek chat-completions dialect (SPEC 8.1 read backwards).
+
+:class:`ChatRebuilder` is SPEC 8.1's DeepSeek-style client: blocks in first-seen order (one
+reasoning, one text, one per tool index), a tool block stamping the last id and name it saw
+on each of its deltas, block ends, usage and finish at ``[DONE]``. A ``stream: false``
+answer is read as the one-event stream that carries it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..jsonnumbers import count
+from .dialect import Chunk, RequestMessage, SseEvent, StreamFailure, stream_error, upstream_error_message
+
+_FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+
+
+def usage_back(wire: dict[str, Any]) -> dict[str, Any]:
+    """Recorded usage of chat-completions usage: only the counters the wire carried."""
+    prompt = count(wire.get("prompt_tokens"))
+    hit = wire.get("prompt_cache_hit_tokens")
+    details = wire.get("prompt_tokens_details")
+    if hit is None and isinstance(details, dict):
+        hit = details.get("cached_tokens")
+    miss = wire.get("prompt_cache_miss_tokens")
+    usage: dict[str, Any] = {
+        "inputTokens": count(miss) if miss is not None else prompt - count(hit),
+        "outputTokens": count(wire.get("completion_tokens")),
+    }
+    if hit is not None:
+        usage["cacheReadTokens"] = count(hit)
+    completion = wire.get("completion_tokens_details")
+    if isinstance(completion, dict) and completion.get("reasoning_tokens") is not None:
+        usage["reasoningTokens"] = count(completion["reasoning_tokens"])
+    return usage
+
+
+def finish_back(reason: str | None) -> dict[str, Any]:
+    """A recorded finish reason of a wire ``finish_reason`` (unknown ones are error codes)."""
+    if reason is None:
+        return {"kind": "stop"}
+    kind = _FINISH_BACK.get(reason)
+    return {"kind": kind} if kind else {"kind": "error", "failure": {"code": reason.upper()}}
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+
+    def whole(self) -> dict[str, Any]:
+        text = "".join(self.parts)
+        if self.kind == "tool-call":
+            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
+        return {"type": self.kind, "text": text}
+
+
+class ChatRebuilder:
+    """SPEC 8.1's DeepSeek-style client: blocks in first-seen order (one reasoning, one text,
+    one per tool index); a tool block stamps the last id and name it saw on each of its
+    deltas; block ends, usage and finish come at ``[DONE]``."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._blocks: list[_Block] = []
+        self._by_kind: dict[str, _Block] = {}
+        self._tools: dict[Any, _Block] = {}
+        self._usage: dict[str, Any] | None = None
+        self._finish: str | None = None
+
+    def _open(self, kind: str, out: list[Chunk]) -> _Block:
+        block = _Block(kind, len(self._blocks))
+        self._blocks.append(block)
+        out.append({"type": "block-start", "index": block.index, "blockType": kind})
+        return block
+
+    def feed(self, event: SseEvent) -> list[Chunk]:
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.ended = True
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise StreamFailure(f"the upstream sent an event that is not JSON: {data[:200]!r}",
+                                code="INVALID_RESPONSE") from None
+        if not isinstance(chunk, dict):
+            return []
+        if "error" in chunk and not chunk.get("choices"):
+            raise stream_error(chunk["error"])
+        out: list[Chunk] = []
+        if chunk.get("usage"):
+            self.take_usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if isinstance(choice, dict):
+                self.fold_choice(choice, out)
+        return out
+
+    def fold_choice(self, choice: dict[str, Any], out: list[Chunk]) -> None:
+        """Fold one wire ``choice`` (its delta and finish reason) into ``out``."""
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict):
+            delta = {}
+        if "role" in delta and delta.get("content") == "":
+            delta = {k: v for k, v in delta.items() if k not in ("role", "content")}
+        for wire_field, kind in (("reasoning_content", "reasoning"), ("content", "text")):
+            value = delta.get(wire_field)
+            if isinstance(value, str):
+                block = self._by_kind.get(kind) or self._open(kind, out)
+                self._by_kind[kind] = block
+                block.parts.append(value)
+                out.append({"type": f"{kind}-delta", "index": block.index, "text": value})
+        for call in delta.get("tool_calls") or []:
+            if isinstance(call, dict):
+                self._tool_delta(call, out)
+        if choice.get("finish_reason"):
+            self._finish = str(choice["finish_reason"])
+
+    def _tool_delta(self, call: dict[str, Any], out: list[Chunk]) -> None:
+        key = call.get("index")
+        block = self._tools.get(key)
+        if block is None:
+            block = self._tools[key] = self._open("tool-call", out)
+        function = call.get("function") or {}
+        if isinstance(call.get("id"), str):
+            block.id = call["id"]
+        if isinstance(function.get("name"), str):
+            block.name = function["name"]
+        rebuilt: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
+        if block.name is not None:
+            rebuilt["name"] = block.name
+        arguments = function.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else ""
+        block.parts.append(arguments)
+        rebuilt["argumentsDelta"] = arguments
+        out.append(rebuilt)
+
+    def take_usage(self, usage: object) -> None:
+        """Keep the answer's usage (the last one sent wins), recorded at the end."""
+        self._usage = usage if isinstance(usage, dict) else self._usage
+
+    def end(self) -> list[Chunk]:
+        out: list[Chunk] = [{"type": "block-end", "index": b.index, "block": b.whole()}
+                            for b in self._blocks]
+        if isinstance(self._usage, dict):
+            out.append({"type": "usage", "usage": usage_back(self._usage)})
+        out.append({"type": "finish", "reason": finish_back(self._finish)})
+        return out
+
+
+class OpenAIChat:
+    """The OpenAI / DeepSeek chat-completions wire (SPEC 8.1)."""
+
+    name: str = "openai"
+    routes: tuple[str, ...] = ("/v1/chat/completions",)
+
+    def wants_stream(self, body: dict[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
+        found = body.get("messages")
+        out: list[RequestMessage] = []
+        for message in found if isinstance(found, list) else []:
+            if not isinstance(message, dict):
+                continue
+            role = str(message.get("role", ""))
+            role = "system" if role == "developer" else role
+            call_id = message.get("tool_call_id")
+            out.append(RequestMessage(role, message.get("content"),
+                                      call_id if isinstance(call_id, str) else None, message))
+        return out
+
+    def rebuilder(self) -> ChatRebuilder:
+        return ChatRebuilder()
+
+    def completion_chunks(self, body: Any) -> list[Chunk]:
+        """One block per content kind, each with one delta, as a one-event stream rebuilds."""
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            raise ValueError("not a chat.completion")
+        rebuilder = ChatRebuilder()
+        out: list[Chunk] = []
+        choice = body["choices"][0] if body["choices"] else {}
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(message, dict):
+            delta: dict[str, Any] = {k: message.get(k) for k in ("reasoning_content", "content")}
+            calls = message.get("tool_calls")
+            delta["tool_calls"] = [
+                {"index": k, "id": c.get("id"), "function": c.get("function") or {}}
+                for k, c in enumerate(calls if isinstance(calls, list) else [])
+                if isinstance(c, dict)]
+            wire_choice = {"delta": delta, "finish_reason": choice.get("finish_reason")}
+            rebuilder.fold_choice(wire_choice, out)
+        if isinstance(body.get("usage"), dict):
+            rebuilder.take_usage(body["usage"])
+        return out + rebuilder.end()
+
+    def error_message(self, status: int, body: bytes) -> str:
+        return upstream_error_message(status, body)
+
+
+OPENAI_CHAT = OpenAIChat()
+"""The chat-completions dialect."""

@@ -363,11 +363,7 @@ class ReplayApp(App[str]):
         if self._demo_running:
             self.notify("The demo agent is already running.", severity="warning")
             return
-        try:
-            from replay_engine import run_demo_agent
-        except ImportError:
-            self.notify("The demo agent is not available in this installation.", severity="error")
-            return
+        from replay_engine import run_demo_agent  # loaded on first use: it imports the SDKs
 
         def chosen(dialect: DemoDialect | None) -> None:
             if dialect is None or self._demo_running:

@@ -61,12 +61,6 @@ class Settings:
         if self.debug and getattr(config.option, "numprocesses", None):
             raise pytest.UsageError("--dsh-replay-debug opens the debugger on this terminal; run "
                                     "one test without -n")
-        if record is not None:
-            from .servers import recorder_available
-
-            if not recorder_available():
-                raise pytest.UsageError("--dsh-replay-record: this installation has no recorder "
-                                        "(replay_engine.record); upgrade dsh-replay-tui")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
-import inspect
 import os
 import shlex
 import shutil
@@ -26,7 +23,6 @@ from ..server import ReplayServer, serve_scenario
 
 T = TypeVar("T")
 
-RECORDER_MODULE = "replay_engine.record"
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
 """Overrides the debugger command (split like a shell would; the scenario and the
 ``--port 0 --url-file F`` arguments are appended)."""
@@ -106,29 +102,14 @@ def holds_scenario(directory: Path) -> bool:
     return os.path.lexists(directory / PRIMARY_NAME) or os.path.lexists(directory / SIDECAR_NAME)
 
 
-def recorder_available() -> bool:
-    """Whether this installation has the recorder."""
-    try:
-        return importlib.util.find_spec(RECORDER_MODULE) is not None
-    except ImportError:
-        return False
-
-
 @contextlib.asynccontextmanager
 async def record_into(directory: Path, upstream: str, *, force: bool) -> AsyncIterator[str]:
     """Record what the test's agent sends into ``directory`` through the recorder proxy;
     yields the proxy's base URL and finishes the scenario on exit."""
-    module: Any = importlib.import_module(RECORDER_MODULE)
-    record_scenario = module.record_scenario
-    options: dict[str, Any] = {}
-    accepted = inspect.signature(record_scenario).parameters
-    if "port" in accepted:
-        options["port"] = 0
-    if force and "force" in accepted:
-        options["force"] = True
-    async with record_scenario(directory, upstream, **options) as recorder:
-        url = recorder if isinstance(recorder, str) else recorder.url
-        yield str(url).rstrip("/")
+    from ..record import record_scenario  # loaded only by tests that record
+
+    async with record_scenario(directory, upstream, port=0, force=force) as recorder:
+        yield recorder.url.rstrip("/")
 
 
 class ServerPool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shlex
@@ -16,9 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-
-RECORDER = importlib.util.find_spec("replay_engine.record") is not None
-requires_recorder = pytest.mark.skipif(not RECORDER, reason="recorder not available")
 
 INI = """[pytest]
 addopts = -p no:cacheprovider -p no:benchmark
@@ -414,7 +410,6 @@ def _upstream_calls(url: str) -> int:
     return before + len(httpx.get(f"{url}/replay/v1/journal").json()["calls"])
 
 
-@requires_recorder
 def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_UPSTREAM", upstream)
@@ -433,7 +428,6 @@ def test_record_mode_records_then_replays(project: pytest.Pytester, upstream: st
     assert existing  # the sample was a real scenario before it was re-recorded
 
 
-@requires_recorder
 def test_record_missing_records_only_what_is_missing(project: pytest.Pytester, upstream: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_UPSTREAM", upstream)

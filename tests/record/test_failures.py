@@ -12,8 +12,8 @@ import openai
 import pytest
 
 from replay_engine.authoring.unfinished import open_draft
-from replay_engine.scenario.check import check_scenario
 from replay_engine.record import record_scenario
+from replay_engine.scenario.check import check_scenario
 from replay_engine.server import serve_scenario
 from tests.record.agent import API_KEY
 from tests.record.rawupstream import (

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from replay_engine import ChunksEntry, ReplayEngine
-from replay_engine.record.dialect import SseEvent, SseParser
 from replay_engine.record.anthropic import ANTHROPIC_MESSAGES, MessagesRebuilder
+from replay_engine.record.dialect import SseEvent, SseParser
 from replay_engine.record.responses import OPENAI_RESPONSES, ResponsesRebuilder
 from replay_engine.server import ReplayServer
 from tests.record.producible import messages_producible, responses_producible

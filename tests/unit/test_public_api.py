@@ -159,3 +159,46 @@ def test_every_import_path_in_the_readme_works() -> None:
     from replay_engine.server import ReplayServer, create_app  # the README names them too
 
     assert callable(ReplayServer) and callable(create_app)
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """Each name ``replay_engine/__init__.py`` imports under ``TYPE_CHECKING`` and its module."""
+    tree = ast.parse((ROOT / "replay_engine" / "__init__.py").read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.level == 1, ast.dump(stmt)
+                for alias in stmt.names:
+                    found[alias.asname or alias.name] = str(stmt.module)
+    return found
+
+
+def test_all_the_lazy_map_and_the_type_checking_imports_agree() -> None:
+    """One public name, one module: what type checkers see is what ``__getattr__`` loads."""
+    from replay_engine import _LAZY
+
+    typed = _type_checking_imports()
+    assert typed, "no TYPE_CHECKING imports found"
+    assert sorted(typed) == sorted(_LAZY)
+    assert {name: module for name, module in typed.items() if _LAZY[name] != module} == {}
+    assert sorted(replay_engine.__all__) == sorted(_LAZY)
+
+
+def test_the_debuggers_headless_modules_load_without_textual() -> None:
+    """``app/headless`` is the debugger's state without its screen: importing every module of
+    it must not import Textual (the import-linter contract checks the static imports; this
+    checks what actually loads)."""
+    headless = sorted(p.stem for p in (ROOT / "app" / "headless").glob("*.py") if p.stem != "__init__")
+    assert "state" in headless and "verdicts" in headless
+    package = "app.headless"
+    code = (
+        "import importlib, sys\n"
+        f"for name in {headless!r}:\n"
+        f"    importlib.import_module('{package}.' + name)\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'textual')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""

@@ -182,12 +182,6 @@ def textual_builtin(node: object, binding: Binding) -> bool:
     return False
 
 
-def area_of(binding: Binding) -> str:
-    """Which help section a binding belongs to."""
-    key = describe(binding.action)
-    return key.area if key is not None else OTHER
-
-
 def key_display(binding: Binding, fallback: str) -> str:
     """How a binding's key reads on screen."""
     key = describe(binding.action)

@@ -53,22 +53,6 @@ def too_deep(data: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
     return max(accumulate(map(_STEP.__getitem__, brackets))) > limit
 
 
-def first_non_finite(value: Any, path: str = "") -> str | None:
-    """The JSON location of the first non-finite number (``1e999`` decodes to infinity) in a
-    decoded value, else None. Iterative, so depth never matters."""
-    stack: list[tuple[str, Any]] = [(path, value)]
-    while stack:
-        where, item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return where or "document"
-        elif isinstance(item, dict):
-            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
-    return None
-
-
 def line_of(text: str, needle: str) -> int:
     """The 1-based line of the first occurrence of ``needle`` in ``text`` (1 when absent)."""
     at = text.find(needle)

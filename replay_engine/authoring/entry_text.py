@@ -80,13 +80,6 @@ def _value(text: str, pos: int, path: JsonPath, out: dict[JsonPath, int]) -> int
     return match.end() if match else pos + 1
 
 
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of an offset."""
-    line = text.count("\n", 0, offset) + 1
-    start = text.rfind("\n", 0, offset) + 1
-    return line, offset - start + 1
-
-
 _SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([0-9]+)\]")
 
 

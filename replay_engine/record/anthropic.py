@@ -271,9 +271,6 @@ class AnthropicMessages:
     name: str = "anthropic"
     routes: tuple[str, ...] = ("/v1/messages",)
 
-    def wants_stream(self, body: dict[str, Any]) -> bool:
-        return body.get("stream") is True
-
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
         """User text is a ``user`` message, each ``tool_result`` block a ``tool`` one."""
         found = body.get("messages")

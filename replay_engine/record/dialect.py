@@ -117,9 +117,6 @@ class RecordDialect(Protocol):
     routes: tuple[str, ...]
     """The model-call POST paths (without any ``/runs`` or ``/sessions`` prefix)."""
 
-    def wants_stream(self, body: dict[str, Any]) -> bool:
-        """Whether the request asks for an event stream."""
-
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
         """The request's conversation, in order."""
 

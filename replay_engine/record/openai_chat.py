@@ -160,9 +160,6 @@ class OpenAIChat:
     name: str = "openai"
     routes: tuple[str, ...] = ("/v1/chat/completions",)
 
-    def wants_stream(self, body: dict[str, Any]) -> bool:
-        return body.get("stream") is True
-
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
         found = body.get("messages")
         out: list[RequestMessage] = []

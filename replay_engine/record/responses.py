@@ -236,9 +236,6 @@ class OpenAIResponses:
     name: str = "responses"
     routes: tuple[str, ...] = ("/v1/responses",)
 
-    def wants_stream(self, body: dict[str, Any]) -> bool:
-        return body.get("stream") is True
-
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
         """Input message items by role, each ``function_call_output`` a ``tool`` message; the
         model's own items (function calls, reasoning, assistant messages) are assistant."""

@@ -10,10 +10,10 @@ dialect gets, ``preamble`` the session / retry rules every model route shares,
 from __future__ import annotations
 
 from .app import create_app, set_app_scenario
-from .context import DEFAULT_PROVIDERS, ScenarioSource
 from .guard import is_loopback
 from .request_body import MAX_BODY_BYTES
 from .runner import ReplayServer, serve_scenario
+from .served import DEFAULT_PROVIDERS, ScenarioSource
 
 __all__ = [
     "DEFAULT_PROVIDERS",

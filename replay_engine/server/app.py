@@ -25,9 +25,9 @@ from ..wire.dialect import Dialect
 from ..wire.native import NativeDialect
 from ..wire.openai_chat import ChatDialect
 from ..wire.responses import ResponsesDialect
-from .context import ScenarioSource, Served
 from .control import Catalog, Control, Endpoint
 from .model_calls import ModelCall
+from .served import ScenarioSource, Served
 
 _PREFIXES = re.compile(r"^(?:/runs/[^/]+)?(?:/sessions/[^/]+)?")
 

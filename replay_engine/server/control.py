@@ -16,8 +16,8 @@ from ..models import SessionScript
 from ..scenario.loading import Scenario
 from ..wire.jsonbytes import JSONResponse
 from ..wire.openai_chat import error_body
-from .context import Served
 from .request_body import BadRequest, read_json_body, session_field
+from .served import Served
 
 Endpoint = Callable[[Request], Any]
 

@@ -15,9 +15,9 @@ from starlette.types import ASGIApp
 from ..errors import ReplayError
 from ..wire.dialect import Dialect
 from .calls import CallCompletion, CallStream
-from .context import Served
 from .preamble import is_retry, request_session
 from .request_body import read_json_body
+from .served import Served
 
 
 class ModelCall:

@@ -23,8 +23,8 @@ from ..engine import Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from .app import create_app, served_by, set_app_scenario
-from .context import ScenarioSource
 from .guard import RequestGuard
+from .served import ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after

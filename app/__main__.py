@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay_engine import (
-    Pace,
+    EXIT_FAILED,
     ReplayError,
     VersionAction,
-    host_arg,
-    load_serve_config,
-    port_arg,
+    add_serve_arguments,
+    serve_options,
 )
 
 if TYPE_CHECKING:
@@ -41,27 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=VersionAction)
     p.add_argument("scenario", help="scenario directory (holds session.jsonl; with --record, "
                    "where the recording goes)")
-    p.add_argument("--port", type=port_arg, default=8765,
-                   help="port to listen on (default 8765; 0 picks a free port)")
-    p.add_argument("--host", default="127.0.0.1", type=host_arg,
-                   help="address to listen on (default loopback)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="also answer requests whose Host or Origin names NAME (repeatable; '*' "
-                   "for any); by default only loopback names and the --host address are served")
-    p.add_argument("--pace-ms", type=int, default=None, metavar="N",
-                   help="fixed delay before every chunk, in milliseconds")
-    p.add_argument("--pace", default=None, metavar="recorded[:SPEED]",
-                   help="replay the recorded gaps between chunks, optionally sped up")
-    p.add_argument("--config", type=Path, default=None, metavar="FILE",
-                   help="replay config, TOML or .json (providers, paceMs), as for dsh-replay serve")
-    p.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
-                   help="where relative hang readyFiles are created (default: a temporary "
-                   "directory of the session, shown in Live and removed on quit)")
-    p.add_argument("--url-file", type=Path, default=None, metavar="FILE",
-                   help="write the base URL to FILE (atomically) once the server is up")
-    p.add_argument("--sdk-retries", action="store_true",
-                   help="let client SDKs retry error answers as with a real provider (by default "
-                   "errors carry x-should-retry: false)")
+    add_serve_arguments(p)
     p.add_argument("--record", action="store_true",
                    help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
                    "dsh-replay record does), show them as they are recorded, and on s load the "
@@ -75,43 +54,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def options_from_args(args: argparse.Namespace) -> AppOptions:
-    """Validate the arguments into AppOptions (raises ReplayError with the fix)."""
+    """Validate the arguments into AppOptions: ``argparse.ArgumentTypeError`` for flags that
+    cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
     from .app import AppOptions
 
-    if not 0 <= args.port <= 65535:
-        raise ReplayError(f"--port {args.port}: must be 0..65535 (0 picks a free port)", code="CONFIG")
-    config = load_serve_config(args.config) if args.config is not None else None
-    ms = args.pace_ms if args.pace_ms is not None else (config.paceMs if config else 0)
-    if ms < 0:
-        raise ReplayError(f"--pace-ms {ms}: must be a non-negative integer", code="CONFIG")
-    pace = Pace.parse(args.pace, ms) if args.pace is not None else Pace("fixed", ms)
     if args.record != (args.upstream is not None):
-        raise ReplayError("--record and --upstream URL go together: --record --upstream URL DIR "
-                          "records into DIR from URL, then replays it", code="CONFIG")
+        raise argparse.ArgumentTypeError("--record and --upstream URL go together: --record "
+                                         "--upstream URL DIR records into DIR from URL, then "
+                                         "replays it")
     if args.force and not args.record:
-        raise ReplayError("--force only applies to --record", code="CONFIG")
+        raise argparse.ArgumentTypeError("--force only applies to --record")
+    serve = serve_options(args)
     if args.record:
         from replay_engine import check_upstream
 
         check_upstream(args.upstream)
     return AppOptions(
-        scenario=args.scenario_path, host=args.host, port=args.port, pace=pace,
-        providers=config.providers if config else None, ready_dir=args.ready_dir,
-        url_file=args.url_file, sdk_retries=args.sdk_retries,
-        upstream=args.upstream, force=args.force,
-        allow_hosts=tuple(args.allow_host),
+        scenario=args.scenario_path, host=serve.host, port=serve.port, pace=serve.pace,
+        providers=serve.providers, ready_dir=serve.ready_dir, url_file=serve.url_file,
+        sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
+        upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the debugger on a scenario directory; print the assert-consumed verdict on quit."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.scenario_path = Path(args.scenario)
     try:
         options = options_from_args(args)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     except ReplayError as exc:
         print(f"dsh-replay-tui: error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return 2
+        return EXIT_FAILED
     from .app import ReplayApp
 
     app = ReplayApp(options)

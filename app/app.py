@@ -25,7 +25,7 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     atomic_write,
-    is_loopback,
+    loopback_warning,
 )
 
 from . import keymap
@@ -66,7 +66,8 @@ class ReplayApp(App[str]):
         ready_dir = options.ready_dir
         own = None if ready_dir is not None else Path(tempfile.mkdtemp(prefix="dsh-replay-tui-ready-"))
         self.state = DebugState(options, ReplayEngine([], pace=options.pace,
-                                                      ready_dir=ready_dir or own),
+                                                      ready_dir=ready_dir or own,
+                                                      journal_limit=options.journal_limit),
                                 own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)
@@ -239,10 +240,9 @@ class ReplayApp(App[str]):
         self.live_pane.log_event(f"serving on {self.url_label}")
         if self.options.url_file is not None:
             await self._write_url_file(self.options.url_file)
-        if not is_loopback(self.options.host):
-            self.live_pane.log_event(Text(f"warning: listening on {self.options.host}, not loopback: "
-                                          "anyone who can reach it can drive the replay",
-                                          style="bold yellow"))
+        warning = loopback_warning(self.options.host)
+        if warning is not None:
+            self.live_pane.log_event(Text(warning, style="bold yellow"))
 
     async def _write_url_file(self, path: Path) -> None:
         try:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         parse_entry_text,
     )
     from .authoring.unfinished import open_draft
+    from .cli.serve_options import ServeOptions, add_serve_arguments, serve_options
     from .cli.version import VersionAction, package_version
     from .context import (
         ContextItem,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         recorded_context,
     )
     from .engine import (
+        DEFAULT_JOURNAL_LIMIT,
         DEFAULT_RUN,
         BindingState,
         CallHandle,
@@ -111,7 +113,7 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
-    from .server.listen import host_arg, port_arg
+    from .server.listen import host_arg, loopback_warning, port_arg
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 _LAZY: dict[str, str] = {
@@ -134,6 +136,7 @@ _LAZY: dict[str, str] = {
     "live_new_messages": "context",
     "read_recorded_context": "context",
     "recorded_context": "context",
+    "DEFAULT_JOURNAL_LIMIT": "engine",
     "DEFAULT_RUN": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
@@ -202,6 +205,7 @@ _LAZY: dict[str, str] = {
     "ReplayServer": "server",
     "is_loopback": "server",
     "host_arg": "server.listen",
+    "loopback_warning": "server.listen",
     "printable": "safe_text",
     "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
@@ -213,6 +217,9 @@ _LAZY: dict[str, str] = {
     "recording_summary": "record.cli",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
+    "ServeOptions": "cli.serve_options",
+    "add_serve_arguments": "cli.serve_options",
+    "serve_options": "cli.serve_options",
 }
 """Where each public name lives: imported on first use, so ``import replay_engine`` (and
 the ``dsh-replay`` start-up) does not pay for pydantic, anyio and the server up front."""
@@ -237,6 +244,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "UNFINISHED_CALL",
     "CHILD_RE",
+    "DEFAULT_JOURNAL_LIMIT",
     "DEFAULT_RUN",
     "EXIT_FAILED",
     "EXIT_NOT_CONSUMED",
@@ -288,6 +296,7 @@ __all__ = [
     "SidecarError",
     "ThrowEntry",
     "UnrecordedSessionError",
+    "ServeOptions",
     "VersionAction",
     "atomic_write",
     "content_text",
@@ -300,7 +309,10 @@ __all__ = [
     "events",
     "fingerprint",
     "is_loopback",
+    "add_serve_arguments",
     "host_arg",
+    "loopback_warning",
+    "serve_options",
     "printable",
     "port_arg",
     "js_string",

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replay_engine import DEFAULT_RUN, HangEntry, Pace, ProviderConfig, ReplayEngine, ReplayError, Scenario
+from replay_engine import (
+    DEFAULT_JOURNAL_LIMIT,
+    DEFAULT_RUN,
+    HangEntry,
+    Pace,
+    ProviderConfig,
+    ReplayEngine,
+    ReplayError,
+    Scenario,
+)
 
 
 @dataclass(slots=True)
@@ -26,6 +35,8 @@ class AppOptions:
     """Where the base URL is written (atomically) once the server is up."""
     sdk_retries: bool = False
     """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
+    journal_limit: int = DEFAULT_JOURNAL_LIMIT
+    """Calls each run's journal keeps (``--journal-limit``)."""
     upstream: str | None = None
     """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
     and serve what was recorded."""

@@ -15,6 +15,7 @@ from . import events
 from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
 from .pacing import Pace
 from .state import (
+    DEFAULT_JOURNAL_LIMIT,
     BindingState,
     CallRecord,
     RunState,
@@ -25,6 +26,7 @@ from .state import (
 )
 
 __all__ = [
+    "DEFAULT_JOURNAL_LIMIT",
     "DEFAULT_RUN",
     "HANG_PREFIX",
     "BindingState",

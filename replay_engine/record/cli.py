@@ -15,11 +15,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..server import is_loopback
-from ..server.listen import host_arg, port_arg
+from ..server.listen import RECORDING_EXPOSES, add_listen_arguments, loopback_warning
 from . import CallReport, Recording, record_scenario
 
-DEFAULT_PORT = 8765
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 
 
@@ -36,10 +34,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("scenario", metavar="SCENARIO_DIR", help="directory to write the scenario into")
     p.add_argument("--upstream", required=True, metavar="BASE_URL",
                    help="the provider's base URL, e.g. https://api.deepseek.com")
-    p.add_argument("--host", default="127.0.0.1", type=host_arg,
-                   help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=port_arg, default=DEFAULT_PORT,
-                   help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    add_listen_arguments(p, allow_hosts=False)
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")
     p.add_argument("--pack", action="store_true",
@@ -116,8 +111,7 @@ async def _record(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     """Handler of ``dsh-replay record``."""
-    if not is_loopback(args.host):
-        print(f"dsh-replay: warning: listening on {args.host}, not loopback: anyone who can reach "
-              "this address can make calls with the keys your agent sends.",
-              file=sys.stderr, flush=True)
+    warning = loopback_warning(args.host, RECORDING_EXPOSES, allow_hosts=False)
+    if warning is not None:
+        print(f"dsh-replay: {warning}", file=sys.stderr, flush=True)
     return asyncio.run(_record(args))

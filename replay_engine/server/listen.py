@@ -1,4 +1,5 @@
-"""Checking ``--host`` and ``--port`` before anything is loaded, as usage errors (exit 2).
+"""The listening flags of every front end (``--host``, ``--port``, ``--allow-host``), checked
+before anything is loaded as usage errors (exit 2), and the off-loopback warning.
 
 A port outside 0..65535 would otherwise be wrapped by the socket layer onto another port,
 and an address that is not this machine's would only fail at bind time with a message about
@@ -11,7 +12,19 @@ import argparse
 import errno
 import socket
 
-__all__ = ["host_arg", "port_arg"]
+from .guard import is_loopback
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "add_listen_arguments",
+    "host_arg",
+    "loopback_warning",
+    "port_arg",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
 
 
 def port_arg(text: str) -> int:
@@ -46,3 +59,35 @@ def host_arg(text: str) -> str:
                 "addresses, e.g. 127.0.0.1 (loopback) or 0.0.0.0 (every interface)") from None
         raise argparse.ArgumentTypeError(f"cannot listen on {text!r} ({exc.strerror})") from None
     return text
+
+
+def add_listen_arguments(parser: argparse.ArgumentParser, *, allow_hosts: bool = True) -> None:
+    """``--host``, ``--port`` (and ``--allow-host``): where a front end listens, whom it answers."""
+    parser.add_argument("--host", default=DEFAULT_HOST, type=host_arg,
+                        help=f"address to listen on (default {DEFAULT_HOST}, loopback)")
+    parser.add_argument("--port", type=port_arg, default=DEFAULT_PORT,
+                        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)")
+    if not allow_hosts:
+        return
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="also answer requests whose Host or Origin names NAME (repeatable; "
+                        "'*' for any); by default only loopback names and the --host address "
+                        "are served")
+
+
+SERVING_EXPOSES = "drive the replay and read the recorded sessions"
+RECORDING_EXPOSES = "make calls with the keys your agent sends"
+
+
+def loopback_warning(host: str, exposes: str = SERVING_EXPOSES, *,
+                     allow_hosts: bool = True) -> str | None:
+    """The warning every front end gives when it listens off loopback (None on loopback):
+    what anyone who reaches it can do, and which Host values are answered."""
+    if is_loopback(host):
+        return None
+    text = (f"warning: listening on {host}, not loopback: anyone who can reach this address "
+            f"can {exposes}. Requests are answered only when their Host names a loopback "
+            "address or this --host")
+    if allow_hosts:
+        text += "; add --allow-host NAME for the names clients use to reach it"
+    return text + "."

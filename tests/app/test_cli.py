@@ -37,13 +37,13 @@ def test_a_bad_config_file_names_the_file_and_field(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "replay.json"
     config.write_text(json.dumps({"paceMs": -1}), encoding="utf-8")
-    assert main([BASIC, "--config", str(config)]) == 2
+    assert main([BASIC, "--config", str(config)]) == 1  # as serve: a file that does not load
     err = capsys.readouterr().err
     assert str(config) in err and "paceMs" in err
     config.write_text("{", encoding="utf-8")
-    assert main([BASIC, "--config", str(config)]) == 2
+    assert main([BASIC, "--config", str(config)]) == 1
     assert "not valid JSON" in capsys.readouterr().err
-    assert main([BASIC, "--config", str(tmp_path / "missing.toml")]) == 2
+    assert main([BASIC, "--config", str(tmp_path / "missing.toml")]) == 1
     assert "cannot read the config file" in capsys.readouterr().err
 
 

@@ -107,7 +107,9 @@ def test_serve_input_errors_exit_1_without_serving(tmp_path: Path, samples: Path
     (broken / "session.jsonl").write_text('{"type":"session"}\n{nope\n')
     assert cli_main(["serve", str(broken), "--port", "0"]) == 1
     assert "broken/session.jsonl:2: " in capsys.readouterr().err
-    assert cli_main(["serve", str(samples / "basic-chat"), "--pace", "fast"]) == 1
+    with pytest.raises(SystemExit) as usage:  # a flag value: a usage error, as in the debugger
+        cli_main(["serve", str(samples / "basic-chat"), "--pace", "fast"])
+    assert usage.value.code == 2
     assert "expected recorded or recorded:SPEED" in capsys.readouterr().err
 
 

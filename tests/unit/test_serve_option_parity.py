@@ -1,0 +1,84 @@
+"""One option set for everything that serves: ``dsh-replay serve`` and ``dsh-replay-tui`` take
+the same serving flags, with the same types and defaults, and exit with the same status for
+the same bad value; ``dsh-replay record`` shares the listening flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from app.__main__ import build_parser as tui_parser
+from app.__main__ import main as tui_main
+from replay_engine.cli.dispatch import build_parser as cli_parser
+from replay_engine.cli.dispatch import main as cli_main
+from tests.conftest import SAMPLES
+
+BASIC = str(SAMPLES / "basic-chat")
+
+
+def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    parser = cli_parser(name)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = sub.choices[name]
+    return found
+
+
+def _shape(action: argparse.Action) -> tuple[object, ...]:
+    return (tuple(action.option_strings), type(action).__name__, action.default, action.type,
+            action.nargs, action.metavar, action.help)
+
+
+def test_every_serve_flag_is_a_debugger_flag_with_the_same_type_default_and_help() -> None:
+    serve = _actions(_subparser("serve"))
+    tui = _actions(tui_parser())
+    assert len(serve) >= 10
+    assert {dest: _shape(a) for dest, a in serve.items()} == \
+           {dest: _shape(tui[dest]) for dest in serve if dest in tui}
+    assert sorted(set(serve) - set(tui)) == []
+
+
+def test_record_listens_with_the_same_flags() -> None:
+    serve = _actions(_subparser("serve"))
+    record = _actions(_subparser("record"))
+    for dest in ("host", "port"):
+        assert _shape(record[dest]) == _shape(serve[dest])
+
+
+def _exit(call: object) -> int:
+    try:
+        return int(call())  # type: ignore[operator]
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+@pytest.mark.parametrize(("flags", "status"), [
+    (["--port", "70000"], 2),
+    (["--port", "x"], 2),
+    (["--pace-ms", "-5"], 2),
+    (["--pace", "fast"], 2),
+    (["--pace", "recorded:0"], 2),
+    (["--journal-limit", "0"], 2),
+    (["--journal-limit", "many"], 2),
+    (["--config", "{missing}"], 1),
+    (["--config", "{bad}"], 1),
+])
+def test_a_bad_value_exits_with_the_same_status_from_both(flags: list[str], status: int,
+                                                         tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"paceMs": -1}), encoding="utf-8")
+    flags = [f.replace("{missing}", str(tmp_path / "missing.toml")).replace("{bad}", str(bad))
+             for f in flags]
+    assert _exit(lambda: cli_main(["serve", BASIC, *flags])) == status
+    serve_err = capsys.readouterr().err
+    assert _exit(lambda: tui_main([BASIC, *flags])) == status
+    tui_err = capsys.readouterr().err
+    for err in (serve_err, tui_err):
+        assert "Traceback" not in err and err.strip()

@@ -4,6 +4,7 @@ the scripts pane, and the TUI's own server replays it to the same agent, consume
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -105,12 +106,15 @@ async def test_record_refuses_a_directory_holding_a_scenario(tmp_path: Path) -> 
 
 def test_record_flags_go_together() -> None:
     parser = build_parser()
-    for argv in (["--record", "dir"], ["--upstream", "http://x", "dir"], ["--force", "dir"],
-                 ["--record", "--upstream", "ftp://x", "dir"]):
+    for argv in (["--record", "dir"], ["--upstream", "http://x", "dir"], ["--force", "dir"]):
         args = parser.parse_args(argv)
         args.scenario_path = Path(args.scenario)
-        with pytest.raises(ReplayError):
+        with pytest.raises(argparse.ArgumentTypeError):  # a usage error: exit 2
             options_from_args(args)
+    args = parser.parse_args(["--record", "--upstream", "ftp://x", "dir"])
+    args.scenario_path = Path(args.scenario)
+    with pytest.raises(ReplayError):  # an upstream that cannot work: exit 1
+        options_from_args(args)
     args = parser.parse_args(["--record", "--upstream", "https://api.deepseek.com", "dir"])
     args.scenario_path = Path(args.scenario)
     assert options_from_args(args).upstream == "https://api.deepseek.com"

@@ -22,6 +22,18 @@ class EngineEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CallEvent(EngineEvent):
+    """Base of the events of one bound call: which session, script, call and live call."""
+
+    session: str | None
+    script_index: int
+    call_index: int
+    """The call's position in its script, from 0."""
+    call_id: int
+    """The live call's id, unique in the engine (one per request)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionBound(EngineEvent):
     """A live session key claimed a recorded script."""
 
@@ -30,13 +42,9 @@ class SessionBound(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class CallStarted(EngineEvent):
+class CallStarted(CallEvent):
     """A model call was bound to its entry and starts streaming."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     kind: str
     retry: bool = False
     """The request was a client library's retry of an earlier one."""
@@ -45,24 +53,16 @@ class CallStarted(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkServed(EngineEvent):
+class ChunkServed(CallEvent):
     """One chunk went to the agent; ``chunk_index`` counts from 0 within the call."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     chunk_index: int
 
 
 @dataclass(frozen=True, slots=True)
-class CallPaused(EngineEvent):
+class CallPaused(CallEvent):
     """The step gate holds the call before chunk ``chunk_index``."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     chunk_index: int
 
 
@@ -75,47 +75,30 @@ class CallResumed(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class HangWaiting(EngineEvent):
+class HangWaiting(CallEvent):
     """A hang entry served its prefix and waits for cancellation."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     ready_file: str | None
 
 
 @dataclass(frozen=True, slots=True)
-class CallFinished(EngineEvent):
+class CallFinished(CallEvent):
     """The call served all its chunks."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     chunks: int
 
 
 @dataclass(frozen=True, slots=True)
-class CallFailed(EngineEvent):
+class CallFailed(CallEvent):
     """The call failed: a throw entry, a placeholder or ready-file problem."""
 
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
     code: str
     message: str
 
 
 @dataclass(frozen=True, slots=True)
-class CallCancelled(EngineEvent):
+class CallCancelled(CallEvent):
     """The call was cancelled (client disconnect, debugger, control API)."""
-
-    session: str | None
-    script_index: int
-    call_index: int
-    call_id: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .jsonnumbers import json_kind
+
 CHUNK_SHAPES: dict[str, tuple[str, type, bool]] = {
     "text-delta": ("text", str, False),
     "reasoning-delta": ("text", str, False),
@@ -26,7 +28,7 @@ _KINDS: dict[type, str] = {str: "a string", dict: "an object"}
 def chunk_shape_problem(chunk: Any) -> str | None:
     """Why a recorded chunk cannot be served (not an object; a field of the wrong type)."""
     if type(chunk) is not dict:
-        return f"the chunk is {_json_kind(chunk)}, not an object"
+        return f"the chunk is {json_kind(chunk)}, not an object"
     kind = chunk.get("type")
     shape = CHUNK_SHAPES.get(kind) if type(kind) is str else None
     if shape is None:
@@ -35,18 +37,4 @@ def chunk_shape_problem(chunk: Any) -> str | None:
     value = chunk.get(field)
     if field not in chunk or type(value) is want or (nullable and value is None):
         return None
-    return f"the {kind} chunk's {field} is {_json_kind(value)}, not {_KINDS[want]}"
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return "null" if value is None else type(value).__name__
+    return f"the {kind} chunk's {field} is {json_kind(value)}, not {_KINDS[want]}"

@@ -1,0 +1,156 @@
+"""Benchmark: the pytest plugin's cost per test beside a vcrpy cassette, in the same run.
+
+Run by hand: ``python3 benchmarks/pytest_cost.py [--tests 200] [--rounds 5]``.
+Three generated test files of ``--tests`` tests each run in fresh pytest processes,
+interleaved round by round:
+
+- ``baseline``: each test builds an openai client and makes no call (the floor);
+- ``plugin``: each test is marked ``@pytest.mark.dsh_replay(sample_scenarios/basic-chat)``
+  and makes that scenario's two streaming calls with the openai SDK;
+- ``vcrpy``: each test makes the same two calls inside ``vcr.use_cassette`` of a cassette
+  recorded once from ``dsh-replay serve`` of the same scenario.
+
+Reported: the median wall time of each file, the cost per test over the baseline
+((file - baseline) / tests), and the plugin's cost as a ratio of vcrpy's.
+Target: plugin / vcrpy <= 1.0. Needs ``vcrpy`` (a benchmark-only dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "sample_scenarios" / "basic-chat"
+
+CALLS = '''
+def two_calls(client):
+    for question in ("What files are in the workspace?", "Say hello."):
+        stream = client.chat.completions.create(
+            model="deepseek-chat", stream=True,
+            messages=[{"role": "user", "content": question}])
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text.endswith("Hello!"), text
+'''
+
+BASELINE = '''
+import openai
+
+def make(i):
+    def test(): openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    return test
+
+for i in range({n}):
+    globals()[f"test_{{i}}"] = make(i)
+'''
+
+PLUGIN = '''
+import openai, pytest
+
+def make(i):
+    @pytest.mark.dsh_replay({scenario!r})
+    def test(): two_calls(openai.OpenAI(max_retries=0))
+    return test
+
+for i in range({n}):
+    globals()[f"test_{{i}}"] = make(i)
+'''
+
+VCR = '''
+import openai, vcr
+
+def make(i):
+    def test():
+        with vcr.use_cassette({cassette!r}, record_mode="none"):
+            two_calls(openai.OpenAI(base_url={url!r}, api_key="k", max_retries=0))
+    return test
+
+for i in range({n}):
+    globals()[f"test_{{i}}"] = make(i)
+'''
+
+RECORD = '''
+import openai, vcr
+with vcr.use_cassette({cassette!r}, record_mode="all"):
+    two_calls(openai.OpenAI(base_url={url!r}, api_key="k", max_retries=0))
+'''
+
+
+def record_cassette(work: Path) -> tuple[Path, str]:
+    """Record the scenario's two calls through vcrpy from a real ``dsh-replay serve``."""
+    url_file = work / "url"
+    cassette = work / "basic-chat.yaml"
+    server = subprocess.Popen([sys.executable, "-m", "replay_engine.cli", "serve", str(SCENARIO),
+                               "--port", "0", "--url-file", str(url_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while not url_file.exists():
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("dsh-replay serve did not start")
+            time.sleep(0.05)
+        url = url_file.read_text().strip() + "/v1"
+        script = work / "record.py"
+        script.write_text(CALLS + RECORD.format(cassette=str(cassette), url=url))
+        subprocess.run([sys.executable, str(script)], check=True, cwd=work)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return cassette, url
+
+
+def run_file(path: Path) -> float:
+    """Wall seconds of one pytest process running ``path`` (which must pass)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-p", "no:randomly", str(path)], cwd=path.parent, env=env,
+                            capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{path.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dsh-replay-pytest-cost-") as tmp:
+        work = Path(tmp)
+        cassette, url = record_cassette(work)
+        files = {
+            "baseline": BASELINE.format(n=args.tests),
+            "plugin": CALLS + PLUGIN.format(n=args.tests, scenario=str(SCENARIO)),
+            "vcrpy": CALLS + VCR.format(n=args.tests, cassette=str(cassette), url=url),
+        }
+        paths = {}
+        for name, text in files.items():
+            paths[name] = work / f"test_{name}.py"
+            paths[name].write_text(textwrap.dedent(text))
+        times: dict[str, list[float]] = {name: [] for name in files}
+        for _ in range(args.rounds):
+            for name, path in paths.items():
+                times[name].append(run_file(path))
+    median = {name: statistics.median(values) for name, values in times.items()}
+    per_test = {name: (median[name] - median["baseline"]) / args.tests * 1000 for name in files}
+    print(f"{args.tests} tests per file, {args.rounds} rounds, median wall per file:")
+    for name in files:
+        print(f"  {name:9s} {median[name]:7.2f} s   per test over baseline "
+              f"{per_test[name]:6.2f} ms" if name != "baseline" else
+              f"  {name:9s} {median[name]:7.2f} s")
+    print(f"plugin / vcrpy per-test cost: {per_test['plugin'] / per_test['vcrpy']:.2f}x "
+          "(target <= 1.0)")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

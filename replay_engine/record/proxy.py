@@ -15,7 +15,7 @@ import logging
 import zlib
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -77,6 +77,14 @@ def upstream_url(base: str, path: str, query: str) -> str:
     if base.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
     return base + path + (f"?{query}" if query else "")
+
+
+def forwarded_path(route: str, params: dict[str, Any]) -> str:
+    """The upstream path of a model route: its template (``/v1beta/models/{model}:...``) with
+    the request's own values, without the recorder's ``/runs`` or ``/sessions`` prefix."""
+    if "{" not in route:
+        return route
+    return route.format_map({k: quote(str(v), safe="") for k, v in params.items()})
 
 
 class _Relay:
@@ -271,7 +279,8 @@ class RecordProxy:
             call = None
             if isinstance(body, dict) and not self.recorder.closed:
                 call = self.recorder.open_call(session, dialect.messages(body))
-            url = upstream_url(self.upstream, path, request.url.query)
+            url = upstream_url(self.upstream, forwarded_path(path, request.path_params),
+                               request.url.query)
             outgoing = self.client.build_request("POST", url, content=raw,
                                                  headers=self._headers(request, session))
             try:

@@ -1,0 +1,245 @@
+"""The recorder's Google Gemini dialect, ``:generateContent`` / ``:streamGenerateContent``
+(SPEC 8.6 read backwards).
+
+Every streamed event is one ``GenerateContentResponse``; its first candidate's parts are
+folded as a client of that wire folds them: ``text`` parts into one text block, ``thought``
+parts into one reasoning block (a ``thoughtSignature`` on a thought part becomes the
+reasoning block-end's ``signature``), each ``functionCall`` part into a tool block of its own
+with one delta holding its arguments as compact JSON. Blocks open in first-seen order; their
+block ends, the usage of ``usageMetadata`` and the finish of ``finishReason`` come at the
+end. Gemini has no end marker: the response that carries a ``finishReason`` ends the call.
+``streamGenerateContent`` without ``alt=sse`` answers one JSON array of responses and
+``generateContent`` one response; both are read as the stream they would have been.
+
+Producible calls (what a recording served on this wire rebuilds exactly): at most one text
+and one reasoning block, tool blocks whose arguments are a JSON object written compactly,
+block ends holding the concatenated deltas, usage and a stop, tool-calls or max-tokens
+finish. A ``thoughtSignature`` Gemini puts on a non-thought part, and finish reasons other
+than STOP and MAX_TOKENS (kept as ``stopReason`` of a stop), have no exact recorded form.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..jsonnumbers import as_safe_integer
+from ..statuscodes import code_for_status
+from .dialect import Chunk, RequestMessage, SseEvent, StreamFailure, rebuild_events, upstream_error_message
+
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "max-tokens"}
+_ROUTES = tuple(f"/{version}/models/{{model}}:{method}" for version in ("v1beta", "v1")
+                for method in ("generateContent", "streamGenerateContent"))
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+    signature: str = ""
+
+    def whole(self) -> dict[str, Any]:
+        text = "".join(self.parts)
+        if self.kind == "tool-call":
+            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
+        block: dict[str, Any] = {"type": self.kind, "text": text}
+        if self.signature:
+            block["signature"] = self.signature
+        return block
+
+
+def _failure(error: object) -> StreamFailure:
+    """The failure of a Google error object: the replay code in ``details[].reason`` when
+    given, else the code of its HTTP ``code``."""
+    if not isinstance(error, dict):
+        return StreamFailure("the upstream's stream reported an error")
+    message = error.get("message")
+    text = message if isinstance(message, str) and message else "stream error"
+    details = error.get("details")
+    for detail in details if isinstance(details, list) else []:
+        reason = detail.get("reason") if isinstance(detail, dict) else None
+        if isinstance(reason, str) and reason:
+            return StreamFailure(text, code=reason)
+    status = as_safe_integer(error.get("code"))
+    return StreamFailure(text, code=code_for_status(status) if status else "SERVER")
+
+
+def usage_back(wire: object) -> dict[str, Any] | None:
+    """Recorded usage of ``usageMetadata`` (``promptTokenCount`` includes the cached ones)."""
+    if not isinstance(wire, dict):
+        return None
+    cached = as_safe_integer(wire.get("cachedContentTokenCount"))
+    prompt = as_safe_integer(wire.get("promptTokenCount")) or 0
+    usage: dict[str, Any] = {"inputTokens": prompt - (cached or 0),
+                             "outputTokens": as_safe_integer(wire.get("candidatesTokenCount")) or 0}
+    if cached is not None:
+        usage["cacheReadTokens"] = cached
+    thoughts = as_safe_integer(wire.get("thoughtsTokenCount"))
+    if thoughts is not None:
+        usage["reasoningTokens"] = thoughts
+    return usage
+
+
+class GeminiRebuilder:
+    """Folds one Gemini response stream into recorded chunks."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._blocks: list[_Block] = []
+        self._by_kind: dict[str, _Block] = {}
+        self._usage: dict[str, Any] | None = None
+        self._finish: str | None = None
+
+    def feed(self, event: SseEvent) -> list[Chunk]:
+        data = event.data.strip()
+        if not data:
+            return []
+        try:
+            response = json.loads(data)
+        except ValueError:
+            raise StreamFailure(f"the upstream sent an event that is not JSON: {data[:200]!r}",
+                                code="INVALID_RESPONSE") from None
+        return self.fold(response)
+
+    def fold(self, response: object) -> list[Chunk]:
+        """The chunks one ``GenerateContentResponse`` adds (raises for an error object)."""
+        if not isinstance(response, dict):
+            return []
+        if "error" in response and "candidates" not in response:
+            raise _failure(response["error"])
+        usage = usage_back(response.get("usageMetadata"))
+        if usage is not None:
+            self._usage = usage
+        out: list[Chunk] = []
+        candidates = response.get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        if not isinstance(first, dict):
+            return out
+        content = first.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, dict):
+                self._part(part, out)
+        reason = first.get("finishReason")
+        if isinstance(reason, str) and reason:
+            self._finish = reason
+            self.ended = True
+        return out
+
+    def _open(self, kind: str, out: list[Chunk]) -> _Block:
+        block = _Block(kind, len(self._blocks))
+        self._blocks.append(block)
+        out.append({"type": "block-start", "index": block.index, "blockType": kind})
+        return block
+
+    def _part(self, part: dict[str, Any], out: list[Chunk]) -> None:
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            block = self._open("tool-call", out)
+            ident, name = call.get("id"), call.get("name")
+            block.id = ident if isinstance(ident, str) else None
+            block.name = name if isinstance(name, str) else None
+            args = call.get("args")
+            arguments = json.dumps(args if args is not None else {}, ensure_ascii=False,
+                                   separators=(",", ":"))
+            block.parts.append(arguments)
+            delta: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
+            if block.name is not None:
+                delta["name"] = block.name
+            delta["argumentsDelta"] = arguments
+            out.append(delta)
+            return
+        text = part.get("text")
+        thought = part.get("thought") is True
+        kind = "reasoning" if thought else "text"
+        if isinstance(text, str):
+            block = self._by_kind.get(kind) or self._open(kind, out)
+            self._by_kind[kind] = block
+            block.parts.append(text)
+            out.append({"type": f"{kind}-delta", "index": block.index, "text": text})
+        signature = part.get("thoughtSignature")
+        if thought and isinstance(signature, str) and signature and kind in self._by_kind:
+            self._by_kind[kind].signature = signature
+
+    def end(self) -> list[Chunk]:
+        out: list[Chunk] = [{"type": "block-end", "index": b.index, "block": b.whole()}
+                            for b in self._blocks]
+        if self._usage is not None:
+            out.append({"type": "usage", "usage": self._usage})
+        out.append({"type": "finish", "reason": self._finish_back()})
+        return out
+
+    def _finish_back(self) -> dict[str, Any]:
+        kind = _FINISH.get(self._finish or "STOP")
+        if kind == "stop" and any(b.kind == "tool-call" for b in self._blocks):
+            return {"kind": "tool-calls"}
+        return {"kind": kind} if kind else {"kind": "stop", "stopReason": self._finish}
+
+
+def _user_parts(content: dict[str, Any]) -> list[RequestMessage]:
+    parts = content.get("parts")
+    out: list[RequestMessage] = []
+    rest: list[Any] = []
+    for part in parts if isinstance(parts, list) else []:
+        answer = part.get("functionResponse") if isinstance(part, dict) else None
+        if isinstance(answer, dict):
+            ident = answer.get("id")
+            name = answer.get("name")
+            call_id = ident if isinstance(ident, str) else name if isinstance(name, str) else None
+            out.append(RequestMessage("tool", answer.get("response"), call_id, part))
+        else:
+            rest.append(part)
+    if rest:
+        out.append(RequestMessage("user", rest, None, {"role": "user", "parts": rest}))
+    return out
+
+
+class Gemini:
+    """The Google Gemini wire (SPEC 8.6)."""
+
+    name: str = "gemini"
+    routes: tuple[str, ...] = _ROUTES
+
+    def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
+        """``systemInstruction`` a ``system`` message, user text a ``user`` one, each
+        ``functionResponse`` part a ``tool`` one; the model's own turns are assistant."""
+        out: list[RequestMessage] = []
+        system = body.get("systemInstruction")
+        if system is not None:
+            out.append(RequestMessage("system", system, None, system))
+        found = body.get("contents")
+        for content in found if isinstance(found, list) else []:
+            if not isinstance(content, dict):
+                continue
+            if content.get("role", "user") == "user":
+                out += _user_parts(content)
+            else:
+                out.append(RequestMessage("assistant", content.get("parts"), None, content))
+        return out
+
+    def rebuilder(self) -> GeminiRebuilder:
+        return GeminiRebuilder()
+
+    def completion_chunks(self, body: Any) -> list[Chunk]:
+        """One response (``generateContent``) or a JSON array of them (``streamGenerateContent``
+        without ``alt=sse``), read as the stream they carry."""
+        responses = body if isinstance(body, list) else [body]
+        if not responses or not all(isinstance(r, dict) and ("candidates" in r or "error" in r)
+                                    for r in responses):
+            raise ValueError("not a GenerateContentResponse")
+        try:
+            return rebuild_events(GeminiRebuilder(),
+                                  [SseEvent(None, json.dumps(r)) for r in responses])
+        except StreamFailure as exc:
+            raise ValueError(exc.message) from None
+
+    def error_message(self, status: int, body: bytes) -> str:
+        return upstream_error_message(status, body)
+
+
+GEMINI = Gemini()
+"""The Gemini dialect."""

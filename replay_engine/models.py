@@ -16,6 +16,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StrictStr,
     model_validator,
 )
@@ -94,6 +95,16 @@ class ThrowEntry(_Strict):
     """The failure message the agent sees."""
     code: NonEmptyStr
     """The failure code, e.g. AUTH, RATE_LIMIT, SERVER, HTTP_503."""
+    accepted: StrictBool | None = None
+    """The harness's mark that the failure was expected (SPEC 2b.6: kept, changes nothing on
+    the wire; only in scenarios read by generation)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accepted_not_null(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "accepted" in data and data["accepted"] is None:
+            raise ValueError("accepted, when present, must be true or false (not null)")
+        return data
 
 
 class HangEntry(_Strict):
@@ -123,12 +134,15 @@ def entry_to_json(entry: AnyEntry) -> dict[str, Any]:
     if isinstance(entry, ChunksEntry):
         return {"kind": "chunks", "chunks": entry.chunks}
     if isinstance(entry, ThrowEntry):
-        return {
+        out_throw: dict[str, Any] = {
             "kind": "throw",
             "chunks": entry.chunks,
             "message": entry.message,
             "code": entry.code,
         }
+        if entry.accepted is not None:
+            out_throw["accepted"] = entry.accepted
+        return out_throw
     out: dict[str, Any] = {"kind": "hang"}
     if entry.readyFile is not None:
         out["readyFile"] = entry.readyFile

@@ -28,6 +28,13 @@ def conformance_dir() -> Path | None:
     return path if (path / "scenarios").is_dir() else None
 
 
+def conformance_gen_dir() -> Path | None:
+    """The shared corpus of log generations v2 to v7, if present."""
+    configured = os.environ.get("DSH_REPLAY_CONFORMANCE_GEN_DIR")
+    path = Path(configured) if configured else ROOT.parent / "shared" / "conformance-gen"
+    return path if (path / "scenarios").is_dir() else None
+
+
 @pytest.fixture
 def samples() -> Path:
     """The bundled sample scenarios."""

@@ -10,7 +10,7 @@ import os
 
 from ..errors import UNFINISHED_CALL, DerivationError, ReplayError
 from .callkeys import child_unfinished_error
-from .layout import missing_primary_error, scenario_files
+from .layout import generation_of, missing_primary_error, scenario_layout
 from .logcheck import check_log
 
 
@@ -36,7 +36,8 @@ def check_scenario(path: str) -> tuple[list[str], list[str]]:
 
 
 def _check_scenario(path: str) -> tuple[list[str], list[str]]:
-    primary, sidecar, children = scenario_files(path)
+    layout = scenario_layout(path)
+    primary, sidecar, children = layout.primary, layout.sidecar, layout.children
     problems: list[str] = []
     warnings: list[str] = []
     has_sidecar = os.path.lexists(sidecar)
@@ -48,7 +49,7 @@ def _check_scenario(path: str) -> tuple[list[str], list[str]]:
     derived_length: int | None = None
     if os.path.lexists(primary):
         try:
-            if replaces:
+            if replaces and generation_of(primary) < 2:
                 from .loading import read_header
 
                 read_header(primary)  # a replacement never reads the primary's events
@@ -68,7 +69,8 @@ def _check_scenario(path: str) -> tuple[list[str], list[str]]:
         from .sidecar import load_sidecar
 
         try:
-            load_sidecar(sidecar, derived_length=derived_length)
+            load_sidecar(sidecar, derived_length=derived_length,
+                         generations=layout.by_generation)
         except ReplayError as exc:
             problems.append(exc.message)
     if not os.path.lexists(primary) and not replaces:

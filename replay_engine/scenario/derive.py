@@ -125,6 +125,18 @@ class Deriver:
             self._chunks = chunks
             self._times = times
 
+    def call(self, key: str, chunks: list[dict[str, Any]], times: array[int],
+             first_line: int, last_line: int) -> None:
+        """One whole call (a v2+ settlement, SPEC 2b.5): its chunks must end with a finish."""
+        self._close()
+        for chunk in chunks:
+            problem = chunk_shape_problem(chunk)
+            if problem is not None:
+                raise bad_chunk_error(self.file, key, first_line, problem)
+        self._key, self._first_line, self._last_line = key, first_line, last_line
+        self._chunks, self._times = chunks, times
+        self._close()
+
     def compaction(self, data: Any, time: Any, line: int) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true."""
         self._close()

@@ -12,7 +12,7 @@ import struct
 from array import array
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import setitem
 from pathlib import Path
@@ -23,6 +23,8 @@ import msgspec
 from ..models import ScriptEntry, SessionHeader
 from .callkeys import Undefined, call_key
 from .derive import Deriver
+from .generations import check_generation, read_generation
+from .layout import generation_of
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -33,7 +35,7 @@ from .logs import (
 )
 from .logscan import PackedFields, Sink, gc_paused, line_decoder, packed_fields, seed_start, slow_line
 
-__all__ = ["DerivingSink", "LoadedLog", "derive_lines", "derive_log_bytes", "load_log"]
+__all__ = ["DerivingSink", "LoadedLog", "derive_any", "derive_lines", "derive_log_bytes", "load_log"]
 
 # --- the streaming loader ---------------------------------------------------------------
 #
@@ -58,23 +60,43 @@ class LoadedLog:
     event_count: int
     untimed: int = 0
     """Chunk events and packed rows that left their time out (see ``Deriver.untimed``)."""
+    unfinished: list[int] = field(default_factory=list)
+    """Indices of the calls kept without a finish chunk (lenient reading only)."""
 
 
-def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None) -> LoadedLog:
-    """Stream a log file from disk, derive its script; slice by the header's seedLength if asked."""
+def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None,
+             lenient: bool = False) -> LoadedLog:
+    """Stream a log file from disk, derive its script; a child (``seed_length``) from its
+    inherited history on. The file name's generation (``.vK``) says how it is read."""
     file = name or str(path)
     ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
-            return derive_lines(handle, file, seed_length)
+            return derive_any(handle, file, seed_length, generation_of(file), lenient=lenient)
     except OSError as exc:  # cannot open, or a read fails midway (EIO)
         raise unreadable_log_error(path, file, exc) from None
 
 
-def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> LoadedLog:
+def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False,
+                     generation: int | None = None, lenient: bool = False) -> LoadedLog:
     """Derive a log held in memory (same rules as ``load_log``)."""
+    if generation is None:
+        generation = generation_of(file or "")
     with gc_paused():
-        return derive_lines(io.BytesIO(data), file, seed_length)
+        return derive_any(io.BytesIO(data), file, seed_length, generation, lenient=lenient)
+
+
+def derive_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int, *,
+               lenient: bool = False) -> LoadedLog:
+    """Derive a log of any generation: v2+ by settlements (SPEC 2b), v0/v1 by chunk events."""
+    if generation < 2:
+        return derive_lines(lines, file, use_seed, generation, lenient=lenient)
+    deriver = Deriver(file, lenient=lenient)
+    found = read_generation(lines, file, deriver, child=use_seed, generation=generation)
+    entries = deriver.finish()
+    header = header_from_value(found.header, file, 1)
+    header = header.model_copy(update={"seedLength": found.inherited})
+    return LoadedLog(header, entries, found.event_count, 0, deriver.unfinished)
 
 
 class DerivingSink(Sink):
@@ -135,10 +157,11 @@ def _packed_run(
     return key, chunks, times
 
 
-def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> LoadedLog:
-    """Derive from the log's lines (split on b"\\n"); the header is the first non-blank line."""
+def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int = 0,
+                 *, lenient: bool = False) -> LoadedLog:
+    """Derive from a v0/v1 log's lines (split on b"\\n"); the header is the first non-blank line."""
     header: SessionHeader | None = None
-    deriver = Deriver(file)
+    deriver = Deriver(file, lenient=lenient)
     sink = DerivingSink(deriver)
     put = sink.put
     add_chunk = deriver.chunk
@@ -158,6 +181,7 @@ def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> Lo
                 if blank:
                     continue
                 header = header_from_value(value, file, number)
+                check_generation(value, file, generation, number)
                 if use_seed:
                     seed = header.seedLength
                     start = sink.start = seed_start(seed)
@@ -211,4 +235,4 @@ def derive_lines(lines: Iterable[bytes], file: str | None, use_seed: bool) -> Lo
     except RecursionError:
         raise too_deep_line_error(file, number) from None
     entries = sink.finish(index)
-    return LoadedLog(header or SessionHeader(), entries, index, deriver.untimed)
+    return LoadedLog(header or SessionHeader(), entries, index, deriver.untimed, deriver.unfinished)

@@ -9,6 +9,7 @@ import errno
 import os
 import re
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioNotFoundError
@@ -18,8 +19,53 @@ SIDECAR_NAME = "replay.override.json"
 CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
 
 
-def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
-    """The primary log, the sidecar and the child logs (by N) a scenario directory holds."""
+LOG_NAME_RE = re.compile(r"^session(?:\.([0-9]+))?(?:\.v([1-9][0-9]*))?\.jsonl$")
+"""A log name of any generation (SPEC 2b.1): ``session[.N][.vK].jsonl``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogName:
+    """What a log's file name says: its role (None = primary, else the child ordinal) and its
+    format generation (0 = a legacy v0/v1 log named without ``.vK``)."""
+
+    ordinal: int | None
+    generation: int
+
+
+def log_name(name: str) -> LogName | None:
+    """The role and generation a file name gives, or None when it is no log name."""
+    match = LOG_NAME_RE.match(name)
+    if match is None:
+        return None
+    ordinal, generation = match.groups()
+    return LogName(int(ordinal) if ordinal is not None else None,
+                   int(generation) if generation is not None else 0)
+
+
+def generation_of(path: str | Path) -> int:
+    """The format generation a log's file name gives (0 for a legacy name or any other)."""
+    found = log_name(Path(path).name)
+    return found.generation if found is not None else 0
+
+
+@dataclass(slots=True)
+class ScenarioLayout:
+    """The logs a scenario directory holds, selected by SPEC 1 and 2b.1."""
+
+    root: Path
+    primary: Path
+    """The primary log (it may not exist: then only a bare-list sidecar can stand for it)."""
+    sidecar: Path
+    children: list[Path]
+    """Child logs by ordinal (numeric, then by name)."""
+    by_generation: bool = False
+    """Some log name carries ``.vK``: each role's highest generation is its log."""
+    ignored: list[Path] = field(default_factory=list)
+    """Older generations of a role, present and never read."""
+
+
+def scenario_layout(path: str | Path) -> ScenarioLayout:
+    """The primary log, the sidecar and the child logs a scenario directory holds."""
     root = Path(path)
     kind = not_a_file(root)
     if kind is not None and kind.startswith(("a symbolic link", "not readable")):
@@ -37,7 +83,6 @@ def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
             f"{root}: not a directory; pass the scenario directory that holds session.jsonl.",
             file=str(root),
         )
-    children: list[tuple[int, str]] = []
     try:
         entries = list(os.scandir(root))
     except OSError as exc:
@@ -46,14 +91,32 @@ def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
             "readable (and searchable) by this user.",
             file=str(root),
         ) from None
-    for entry in entries:
-        # Whatever holds a child's name is one (a directory, FIFO or dangling link fails to
-        # load later, naming it): skipping it would replay fewer sessions than were recorded.
-        match = CHILD_RE.match(entry.name)
-        if match:
-            children.append((int(match.group(1)), entry.path))
-    children.sort()
-    return root / PRIMARY_NAME, root / SIDECAR_NAME, [Path(p) for _, p in children]
+    # Whatever holds a log's name is one (a directory, FIFO or dangling link fails to load
+    # later, naming it): skipping it would replay fewer sessions than were recorded.
+    names = {entry.name: log_name(entry.name) for entry in entries}
+    logs = {name: found for name, found in names.items() if found is not None}
+    if not any(found.generation for found in logs.values()):
+        children = sorted((found.ordinal, name) for name, found in logs.items()
+                          if found.ordinal is not None)
+        return ScenarioLayout(root, root / PRIMARY_NAME, root / SIDECAR_NAME,
+                              [root / name for _, name in children])
+    best: dict[int | None, tuple[int, str]] = {}
+    for name, found in logs.items():
+        held = best.get(found.ordinal)
+        if held is None or found.generation > held[0]:
+            best[found.ordinal] = (found.generation, name)
+    chosen = {name for _, name in best.values()}
+    ignored = sorted(root / name for name in logs if name not in chosen)
+    primary = root / best[None][1] if None in best else root / PRIMARY_NAME
+    children = sorted((ordinal, name) for ordinal, (_, name) in best.items() if ordinal is not None)
+    return ScenarioLayout(root, primary, root / SIDECAR_NAME,
+                          [root / name for _, name in children], True, ignored)
+
+
+def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
+    """The primary log, the sidecar and the child logs (by N) a scenario directory holds."""
+    layout = scenario_layout(path)
+    return layout.primary, layout.sidecar, layout.children
 
 
 def missing_primary_error(file: str | None, where: str) -> ScenarioNotFoundError:
@@ -93,5 +156,6 @@ def child_log_name(ordinal: int) -> str:
 
 
 def is_scenario_file(name: str) -> bool:
-    """Whether a file of this name is part of a scenario (a log or the sidecar)."""
-    return name in (PRIMARY_NAME, SIDECAR_NAME) or CHILD_RE.match(name) is not None
+    """Whether a file of this name is part of a scenario (a log of any generation, or the
+    sidecar)."""
+    return name == SIDECAR_NAME or LOG_NAME_RE.match(name) is not None

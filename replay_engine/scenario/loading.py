@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,10 +19,11 @@ from ..errors import (
 from ..models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .callkeys import child_unfinished_error
 from .derive_fast import LoadedLog, load_log
+from .generations import check_generation
 from .layout import CHILD_RE as CHILD_RE
 from .layout import PRIMARY_NAME as PRIMARY_NAME
+from .layout import ScenarioLayout, generation_of, scenario_layout
 from .layout import missing_primary_error as _missing_primary_error
-from .layout import scenario_files
 from .logs import decode_line, ensure_log_file, header_from_value, unreadable_log_error
 from .sidecar import (
     Sidecar,
@@ -58,6 +58,8 @@ class Scenario:
     """The sidecar applied, as read (the override editor starts from it)."""
     watched: list[Path] = field(default_factory=list)
     """Files whose change should trigger a reload."""
+    ignored: list[Path] = field(default_factory=list)
+    """Older generations of a role, present beside the selected log and never read."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance shape: ``{"ok": true, "scripts": [...], "headers": {...}}``."""
@@ -70,10 +72,20 @@ class Scenario:
 
 def config_from_directory(path: str | Path) -> ReplayConfig:
     """The config a scenario directory stands for."""
-    primary, sidecar, children = scenario_files(path)
-    return ReplayConfig(
-        file=str(primary), overrideFile=str(sidecar), childFiles=[str(p) for p in children]
-    )
+    return config_of_layout(scenario_layout(path))
+
+
+def config_of_layout(layout: ScenarioLayout) -> ReplayConfig:
+    """The config of a directory's selected logs."""
+    return ReplayConfig(file=str(layout.primary), overrideFile=str(layout.sidecar),
+                        childFiles=[str(p) for p in layout.children])
+
+
+def reads_by_generation(config: ReplayConfig) -> bool:
+    """Whether some log the config names carries a generation (``.vK``): its sidecar may then
+    use the generations' additions (SPEC 2b.6)."""
+    names = [config.file or "", *config.childFiles]
+    return any(generation_of(name) >= 1 for name in names)
 
 
 def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
@@ -92,17 +104,13 @@ def log_present(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def _slice_start(seed: float) -> float:
-    return seed if math.isfinite(seed) else 0
-
-
 def _read_sidecar(config: ReplayConfig) -> Sidecar | None:
     if not config.overrideFile:
         return None
     path = Path(config.overrideFile)
     if not os.path.lexists(path):
         return None
-    return load_sidecar(path)
+    return load_sidecar(path, generations=reads_by_generation(config))
 
 
 def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarError:
@@ -116,7 +124,7 @@ def _with_range_problems(config: ReplayConfig, error: SidecarError) -> SidecarEr
         return error
     try:
         length = len(load_log(primary).entries)
-        load_sidecar(path, derived_length=length)
+        load_sidecar(path, derived_length=length, generations=reads_by_generation(config))
     except SidecarError as full:
         return full
     except ReplayError:
@@ -129,10 +137,13 @@ def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
     return _missing_primary_error(config.file, config.file or f"${ENV_FILE}")
 
 
-def load_scenario_config(config: ReplayConfig, root: Path | None = None) -> Scenario:
+def load_scenario_config(config: ReplayConfig, root: Path | None = None,
+                         ignored: list[Path] | None = None) -> Scenario:
     """Load every script a config names, ordered and with the sidecar applied."""
     try:
-        return _load_scenario_config(config, root)
+        scenario = _load_scenario_config(config, root)
+        scenario.ignored = list(ignored or [])
+        return scenario
     except OSError as exc:  # a file that vanished or turned unreadable while loading
         name = str(exc.filename or config.file or "scenario")
         raise InputError(f"{name}: cannot read ({exc.strerror or exc}); make the scenario's "
@@ -154,9 +165,13 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None) -> Scenario:
     if config.overrideFile:
         watched.append(Path(config.overrideFile))
     if primary_path is not None and log_present(primary_path):
-        if sidecar is not None and sidecar.form == "list":
-            # A replacement never reads the primary's events (SPEC 4a): only its header.
+        if sidecar is not None and sidecar.form == "list" and generation_of(primary_path) < 2:
+            # A replacement never reads a v0/v1 primary's events (SPEC 4a): only its header.
             header = read_header(primary_path)
+        elif sidecar is not None and sidecar.form == "list":
+            # A v2+ primary is read and checked whole, then its derived script is discarded
+            # (SPEC 2b.6).
+            header = load_log(primary_path).header
         else:
             loaded: LoadedLog = load_log(primary_path)
             header, derived = loaded.header, loaded.entries
@@ -234,7 +249,9 @@ def read_header(path: Path) -> SessionHeader:
             for number, raw in enumerate(handle, 1):
                 blank, value = decode_line(raw, file, number)
                 if not blank:
-                    return header_from_value(value, file, number)
+                    header = header_from_value(value, file, number)
+                    check_generation(value, file, generation_of(file), number)
+                    return header
     except OSError as exc:
         raise unreadable_log_error(path, file, exc) from None
     return SessionHeader()
@@ -245,7 +262,8 @@ def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> 
     if path_or_env is None or isinstance(path_or_env, Mapping):
         return load_scenario_config(config_from_env(path_or_env))
     root = Path(path_or_env)
-    return load_scenario_config(config_from_directory(root), root=root)
+    layout = scenario_layout(root)
+    return load_scenario_config(config_of_layout(layout), root=root, ignored=layout.ignored)
 
 
 def load_session_scripts(config: ReplayConfig) -> list[SessionScript]:

@@ -24,6 +24,8 @@ from .callkeys import (
     missing_chunk_error,
     unfinished_call_error,
 )
+from .generations import check_generation, read_generation
+from .layout import generation_of
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -104,6 +106,18 @@ class Checker:
             self._first_line = line
         self._last_line = line
 
+    def call(self, key: str, chunks: list[dict[str, Any]], times: Any, first_line: int,
+             last_line: int) -> None:
+        """One whole call (a v2+ settlement): checked as ``Deriver.call`` keeps it."""
+        self._close()
+        for chunk in chunks:
+            problem = chunk_shape_problem(chunk)
+            if problem is not None:
+                raise bad_chunk_error(self.file, key, first_line, problem)
+        if chunks[-1].get("type") != "finish":
+            raise unfinished_call_error(self.file, key, self.count, first_line, last_line)
+        self.count += 1
+
     def compaction(self, data: Any, time: Any, line: int) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true."""
         self._close()
@@ -142,19 +156,36 @@ def check_log(
     ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
-            return _check_lines(handle, file, seed_length, [] if warnings is None else warnings)
+            return check_any(handle, file, seed_length, generation_of(file),
+                             [] if warnings is None else warnings)
     except OSError as exc:  # cannot open, or a read fails midway (EIO)
         raise unreadable_log_error(path, file, exc) from None
 
 
-def check_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False) -> CheckedLog:
+def check_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool = False,
+                    generation: int | None = None,
+                    warnings: list[str] | None = None) -> CheckedLog:
     """Check a log held in memory (same rules as ``check_log``)."""
+    if generation is None:
+        generation = generation_of(file or "")
     with gc_paused():
-        return _check_lines(io.BytesIO(data), file, seed_length, [])
+        return check_any(io.BytesIO(data), file, seed_length, generation,
+                         [] if warnings is None else warnings)
+
+
+def check_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int,
+              warnings: list[str]) -> CheckedLog:
+    """Check a log of any generation as ``derive_any`` reads it."""
+    if generation < 2:
+        return _check_lines(lines, file, use_seed, warnings, generation)
+    checker = Checker(file)
+    found = read_generation(lines, file, checker, child=use_seed, generation=generation)
+    return CheckedLog(checker.finish(), found.event_count, found.inherited, warnings)
 
 
 def _check_lines(
-    lines: Iterable[bytes], file: str | None, use_seed: bool, warnings: list[str]
+    lines: Iterable[bytes], file: str | None, use_seed: bool, warnings: list[str],
+    generation: int = 0,
 ) -> CheckedLog:
     """``derive_fast.derive_lines`` without the chunks: the same decoders in the same order.
 
@@ -182,6 +213,7 @@ def _check_lines(
                 if blank:
                     continue
                 header = header_fields(value, file, number)
+                check_generation(value, file, generation, number)
                 if value is not None and not isinstance(value, dict):
                     warnings.append(non_object_warning(file, number, value))
                 if use_seed:

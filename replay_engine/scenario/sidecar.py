@@ -104,6 +104,7 @@ _PLAIN_MESSAGES: dict[str, str] = {
     "model_attributes_type": "must be an object",
     "dict_type": "must be an object",
     "greater_than_equal": "must be an integer >= 0",
+    "bool_type": "must be true or false",
 }
 
 
@@ -150,13 +151,17 @@ def _fail(file: str, problems: list[str]) -> SidecarError:
     return err
 
 
-def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None) -> Sidecar:
-    """Validate sidecar text completely; every problem is listed in the error."""
+def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None,
+                       generations: bool = False) -> Sidecar:
+    """Validate sidecar text completely; every problem is listed in the error.
+
+    ``generations``: the scenario is read by generation, so a throw may carry ``accepted``."""
     with _gc_paused():  # a large sidecar is many small objects that all stay alive
-        return _parse_sidecar_text(text, file, derived_length)
+        return _parse_sidecar_text(text, file, derived_length, generations)
 
 
-def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sidecar:
+def _parse_sidecar_text(text: str, file: str, derived_length: int | None,
+                        generations: bool) -> Sidecar:
     if too_deep(text):
         raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file)
     try:
@@ -179,7 +184,7 @@ def _parse_sidecar_text(text: str, file: str, derived_length: int | None) -> Sid
         raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file) from None
     except ValueError as exc:
         raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
-    return validate_sidecar(doc, file, derived_length=derived_length)
+    return validate_sidecar(doc, file, derived_length=derived_length, generations=generations)
 
 
 def _reject_constant(name: str) -> Any:
@@ -224,21 +229,39 @@ def _location_order(problem: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else -1, head)
 
 
-def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) -> Sidecar:
+def _accepted_problems(doc: Any) -> list[str]:
+    """``accepted`` on a throw entry outside a scenario read by generation (SPEC 2b.6): an
+    unknown key there, as sections 1-6 define the entries."""
+    unknown = "unknown key (entries take exactly the keys of their kind; accepted belongs to " \
+              "scenarios whose logs are named session[.N].vK.jsonl)"
+    if isinstance(doc, list):
+        return [f"entry {i}.accepted: {unknown}" for i, e in enumerate(doc)
+                if isinstance(e, dict) and "accepted" in e]
+    patches = doc.get("patches") if isinstance(doc, dict) else None
+    return [f"patch {i}.entry.accepted: {unknown}" for i, p in enumerate(patches or [])
+            if isinstance(p, dict) and isinstance(p.get("entry"), dict)
+            and "accepted" in p["entry"]] if isinstance(patches, list) else []
+
+
+def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None,
+                     generations: bool = False) -> Sidecar:
     """Validate an already-decoded sidecar document; with ``derived_length`` also check that
     every ``at`` fits the derived primary script."""
+    early = [] if generations else _accepted_problems(doc)
     if isinstance(doc, list):
         try:
             entries = _entries_adapter.validate_python(doc)
         except ValidationError as exc:
-            raise _fail(file, _problems(exc, "list")) from None
+            raise _fail(file, early + _problems(exc, "list")) from None
+        if early:
+            raise _fail(file, early)
         return Sidecar("list", entries, [], file)
     if isinstance(doc, dict):
         if set(doc) != {"patches"}:
             extra = sorted(set(doc) - {"patches"})
             what = f"unknown key(s) {', '.join(extra)}" if extra else "missing key patches"
             raise _fail(file, [f"document: {what}; the object form is exactly {{\"patches\": [...]}}"])
-        problems = _raw_at_problems(doc, derived_length)
+        problems = early + _raw_at_problems(doc, derived_length)
         parsed: OverrideDocument | None = None
         try:
             parsed = OverrideDocument.model_validate(doc)
@@ -253,7 +276,8 @@ def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None) 
     )
 
 
-def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Sidecar:
+def load_sidecar(path: str | Path, *, derived_length: int | None = None,
+                 generations: bool = False) -> Sidecar:
     """Read and validate a sidecar file (``derived_length``: also range-check every ``at``)."""
     file = str(path)
     kind = not_a_file(path)
@@ -271,7 +295,7 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None) -> Side
     except UnicodeDecodeError:
         raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
     sidecar = parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), file,
-                                 derived_length=derived_length)
+                                 derived_length=derived_length, generations=generations)
     sidecar.sha256 = hashlib.sha256(data).hexdigest()
     return sidecar
 

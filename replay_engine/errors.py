@@ -19,6 +19,7 @@ JSON location, the call and what to do about it::
     ├── ScriptedFailure              the code of a ``throw`` entry (AUTH, SERVER, ...)
     ├── AbortedError                 ABORTED: the call was cancelled
     ├── PlaceholderError             PLACEHOLDER: a {{fromRequest:…}} could not resolve
+    ├── SessionTokenError            SESSION_TOKEN: a {{session:N}} names a session not bound yet
     ├── UnrepresentableCallError     UNREPRESENTABLE: a dialect's wire cannot carry the call
     ├── UpstreamStreamError          (code varies) an upstream stream the recorder relays failed
     ├── BadRequest                   a request the server refuses (400 / 413) before the engine
@@ -243,6 +244,12 @@ class PlaceholderError(ReplayError):
     """A ``{{fromRequest:PATTERN}}`` placeholder could not be resolved."""
 
     code = "PLACEHOLDER"
+
+
+class SessionTokenError(ReplayError):
+    """A ``{{session:N}}`` token names a recorded session no live session has bound yet."""
+
+    code = "SESSION_TOKEN"
 
 
 class UnrepresentableCallError(ReplayError):

@@ -7,7 +7,7 @@ many entries without one skip the walk.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -16,10 +16,13 @@ from ..errors import ScriptExhaustedError, UnrecordedSessionError
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from . import events as ev
+from .claims import claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
 from .state import Binding, Call, CallRecord, Run, session_label
+from .tokens import TOKEN_MARKER, resolve_session_tokens
 
 _MARKER_BYTES = MARKER.encode()
+_TOKEN_BYTES = TOKEN_MARKER.encode()
 _encode = encode_json
 
 
@@ -44,7 +47,8 @@ def bind_call(
     """
     binding = run.bindings.get(session_id)
     if binding is None:
-        if run.claimed >= len(scripts):
+        claim = claim_script(run, len(scripts), session_id)
+        if claim is None:
             err = UnrecordedSessionError(
                 f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
@@ -52,9 +56,10 @@ def bind_call(
             )
             emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry, messages))
             raise err
-        binding = Binding(session_id, run.claimed)
-        run.claimed += 1
+        binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
+        if session_id is not None:
+            run.live_ids[claim[0]] = session_id
         emit(ev.SessionBound(run.name, session_id, binding.script_index))
     script = scripts[binding.script_index] if binding.script_index < len(scripts) else None
     length = len(script.entries) if script is not None else 0
@@ -69,6 +74,8 @@ def bind_call(
         raise err2
     call_index = binding.cursor
     binding.cursor += 1
+    if len(scripts) > 1:
+        note_announcements(run, len(scripts), messages)
     scripted: ScriptEntry = script.entries[call_index]
     call_id = next(ids)
     record = CallRecord(
@@ -96,10 +103,12 @@ def bind_call(
 class PlaceholderScan:
     """Remembers the entries known to hold no placeholder, by identity."""
 
-    __slots__ = ("_plain",)
+    __slots__ = ("_plain", "_tokens")
 
     def __init__(self) -> None:
         self._plain: dict[int, AnyEntry] = {}
+        self._tokens: dict[int, AnyEntry] = {}
+        """Entries holding a ``{{session:N}}`` token, by identity."""
 
     def needs_resolving(self, entry: AnyEntry) -> bool:
         """Whether ``entry`` may hold a placeholder (never a hang: its readyFile is a path the
@@ -108,9 +117,17 @@ class PlaceholderScan:
             return False
         return not (self._plain.get(id(entry)) is entry or self._check(entry))
 
-    def resolve(self, entry: AnyEntry, messages: Any) -> AnyEntry:
-        """Resolve placeholders; entries known to hold none skip the (slow) walk."""
-        return resolve_scripted_entry(entry, messages) if self.needs_resolving(entry) else entry
+    def resolve(self, entry: AnyEntry, messages: Any, live_ids: Mapping[int, str]) -> AnyEntry:
+        """Resolve session tokens and placeholders; entries known to hold none skip the walk."""
+        if not self.needs_resolving(entry):
+            return entry
+        return resolve_scripted_entry(self.tokens(entry, live_ids), messages)
+
+    def tokens(self, entry: AnyEntry, live_ids: Mapping[int, str]) -> AnyEntry:
+        """``entry`` with its ``{{session:N}}`` tokens resolved (the fast part: no patterns)."""
+        if id(entry) in self._tokens:
+            return resolve_session_tokens(entry, live_ids)
+        return entry
 
     def prepare(self, scripts: Sequence[SessionScript]) -> None:
         """Scan every entry now, so that no first call pays for the scan."""
@@ -122,14 +139,19 @@ class PlaceholderScan:
     def clear(self) -> None:
         """Forget every entry (the scripts were replaced)."""
         self._plain.clear()
+        self._tokens.clear()
 
     def _check(self, entry: AnyEntry) -> bool:
         if isinstance(entry, ChunksEntry | ThrowEntry):
             try:
-                plain = _MARKER_BYTES not in _encode(entry_to_json(entry))
+                encoded = _encode(entry_to_json(entry))
             except (TypeError, msgspec.EncodeError):
-                plain = False
-            if plain:
+                self._tokens[id(entry)] = entry
+                return False
+            if _TOKEN_BYTES in encoded:
+                self._tokens[id(entry)] = entry
+                return False
+            if _MARKER_BYTES not in encoded:
                 self._plain[id(entry)] = entry
                 return True
         return False

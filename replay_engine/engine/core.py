@@ -27,6 +27,7 @@ from ..errors import (
     PlaceholderError,
     ReplayError,
     ScriptedFailure,
+    SessionTokenError,
 )
 from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
 from . import events as ev
@@ -182,7 +183,7 @@ class ReplayEngine:
         """
         call = self._bind_call(session_id, messages, run, model, retry, dialect)
         try:
-            call.entry = self._scan.resolve(call.entry, messages)
+            call.entry = self._scan.resolve(call.entry, messages, self._run(run).live_ids)
         except ReplayError as exc:
             self._open_failed(call, exc)
             raise
@@ -207,6 +208,7 @@ class ReplayEngine:
         entry = call.entry
         try:
             if self._scan.needs_resolving(entry):
+                entry = self._scan.tokens(entry, self._run(run).live_ids)
                 call.entry = await self._resolve_in_worker(call, entry, messages)
         except ReplayError as exc:
             self._open_failed(call, exc)
@@ -250,7 +252,7 @@ class ReplayEngine:
         return self._resolve_limiter
 
     def _open_failed(self, call: Call, exc: ReplayError) -> None:
-        if isinstance(exc, PlaceholderError):  # say which recorded call needed the value
+        if isinstance(exc, PlaceholderError | SessionTokenError):  # which call needed it
             exc.message += (f" [{session_label(call.key)}, script {call.script_index}, "
                             f"call {call.call_index}, run {call.run}]")
         self._end(call, "failed", exc)
@@ -466,7 +468,7 @@ class ReplayEngine:
                 if binding.call is not None:
                     cancel_call(binding.call)
             r.bindings.clear()
-            r.claimed = 0
+            r.live_ids.clear()
             r.journal.clear()
             r.dropped = 0
         self._emit(ev.RunReset(run))

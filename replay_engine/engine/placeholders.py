@@ -146,5 +146,6 @@ def resolve_scripted_entry(entry: AnyEntry, messages: Any) -> AnyEntry:
             chunks=chunks,
             message=_walk(entry.message, corpus, cache)[1],
             code=_walk(entry.code, corpus, cache)[1],
+            accepted=entry.accepted,
         )
     return ChunksEntry.model_construct(kind="chunks", chunks=chunks)

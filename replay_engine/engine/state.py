@@ -114,6 +114,9 @@ class Binding:
     call: Call | None = None
     aborted: list[int] = field(default_factory=list)
     """Indices of this session's calls that ``cancel`` aborted before their last chunk."""
+    rule: str = "order"
+    """How the session claimed its script: ``announced`` (its parent named it) or ``order``
+    (first-call order, SPEC 5)."""
 
 
 DEFAULT_JOURNAL_LIMIT = 10_000
@@ -127,12 +130,14 @@ class Run:
 
     name: str
     bindings: dict[str | None, Binding] = field(default_factory=dict)
-    claimed: int = 0
     journal: deque[CallRecord] = field(
         default_factory=lambda: deque(maxlen=DEFAULT_JOURNAL_LIMIT))
     dropped: int = 0
     limiter: anyio.CapacityLimiter | None = None
     """How many of the run's placeholder patterns may run at once (made on first use)."""
+    live_ids: dict[int, str] = field(default_factory=dict)
+    """Per script index, the live id of the session bound to it or announced for it
+    (``started subagent ID``): what ``{{session:N}}`` tokens become (SPEC 2b.7)."""
 
 
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:

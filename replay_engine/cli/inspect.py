@@ -39,6 +39,7 @@ def _number(value: float) -> str:
 def render_scenario(scenario: Scenario) -> str:
     """The human ``inspect`` view."""
     from ..presentation import summarize_entry
+    from ..scenario.layout import generation_label
 
     lines: list[str] = []
     root = scenario.root or scenario.config.file or "scenario"
@@ -47,9 +48,10 @@ def render_scenario(scenario: Scenario) -> str:
     for i, script in enumerate(scenario.scripts):
         role = "primary" if script.primary else "child"
         seed = f", seedLength {_number(script.seed_length)}" if script.seed_length else ""
+        generation = f" ({generation_label(script.file)})" if script.file else ""
         lines.append(
             f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt "
-            f"{_number(script.created_at)}{seed}  file {script.file or '-'}  "
+            f"{_number(script.created_at)}{seed}  file {script.file or '-'}{generation}  "
             f"calls {len(script.entries)}"
         )
         summaries = [summarize_entry(item) for item in script.entries]
@@ -60,6 +62,10 @@ def render_scenario(scenario: Scenario) -> str:
                 f"    #{j:<3} {key:<{key_width}} {s['kind']:<6} {s['origin']:<8} {s['chunks']:>5} "
                 f"chunks  finish={s['finish'] or '-'}  {s['summary']}"
             )
+    if scenario.ignored:
+        lines.append("ignored older generations: " + ", ".join(
+            f"{p.name} ({generation_label(p)})" for p in scenario.ignored))
+    lines.extend(f"warning: {w}" for w in scenario.warnings)
     return "\n".join(lines)
 
 

@@ -29,12 +29,16 @@ def register(subparsers: Any) -> None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     import os
 
+    from ..errors import ReplayError
     from ..scenario.check import check_scenario
+    from ..scenario.layout import scenario_layout, selection_notes
+    from ..scenario.persisted import persisted_generation
 
     failed = checked = 0
     for path in args.scenarios:
-        if os.path.exists(path) and not os.path.isdir(path):
-            print(f"skip {path}: not a directory")
+        persisted = persisted_generation(os.path.basename(path)) is not None
+        if os.path.exists(path) and not os.path.isdir(path) and not persisted:
+            print(f"skip {path}: not a directory (nor a persisted session.jsonl.zstd)")
             continue
         checked += 1
         problems, warnings = check_scenario(path)
@@ -45,6 +49,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 print("  - " + problem.replace("\n", "\n    "))
         else:
             print(f"ok   {path}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+        if os.path.isdir(path):
+            try:
+                notes = selection_notes(scenario_layout(path))
+            except ReplayError:
+                notes = []
+            for note in notes:
+                print("  " + note)
         for warning in warnings:
             print("  warning: " + warning)
     if not checked:

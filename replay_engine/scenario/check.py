@@ -11,7 +11,8 @@ import os
 from ..errors import UNFINISHED_CALL, DerivationError, ReplayError
 from .callkeys import child_unfinished_error
 from .layout import generation_of, missing_primary_error, scenario_layout
-from .logcheck import check_log
+from .logcheck import check_log, check_log_bytes
+from .persisted import find_persisted, read_persisted
 
 
 def validate_scenario(path: str) -> list[str]:
@@ -36,6 +37,15 @@ def check_scenario(path: str) -> tuple[list[str], list[str]]:
 
 
 def _check_scenario(path: str) -> tuple[list[str], list[str]]:
+    persisted = find_persisted(path)
+    if persisted is not None:
+        found = read_persisted(persisted)
+        try:
+            check_log_bytes(found.data, str(persisted), generation=found.generation,
+                            warnings=found.warnings)
+        except ReplayError as exc:
+            return [exc.message], found.warnings
+        return [], found.warnings
     layout = scenario_layout(path)
     primary, sidecar, children = layout.primary, layout.sidecar, layout.children
     problems: list[str] = []

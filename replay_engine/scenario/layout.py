@@ -43,8 +43,9 @@ def log_name(name: str) -> LogName | None:
 
 
 def generation_of(path: str | Path) -> int:
-    """The format generation a log's file name gives (0 for a legacy name or any other)."""
-    found = log_name(Path(path).name)
+    """The format generation a log's file name gives (0 for a legacy name or any other; a
+    persisted ``.jsonl.zstd`` session's name counts as its log's)."""
+    found = log_name(Path(path).name.removesuffix(".zstd"))
     return found.generation if found is not None else 0
 
 
@@ -111,6 +112,25 @@ def scenario_layout(path: str | Path) -> ScenarioLayout:
     children = sorted((ordinal, name) for ordinal, (_, name) in best.items() if ordinal is not None)
     return ScenarioLayout(root, primary, root / SIDECAR_NAME,
                           [root / name for _, name in children], True, ignored)
+
+
+def generation_label(path: str | Path) -> str:
+    """How a log's generation reads (``v4``; ``v0/v1`` for a legacy name)."""
+    generation = generation_of(path)
+    return f"v{generation}" if generation else "v0/v1"
+
+
+def selection_notes(layout: ScenarioLayout) -> list[str]:
+    """What a directory read by generation was read from, and what it ignored (for
+    ``validate``, ``inspect`` and the debugger)."""
+    if not layout.by_generation:
+        return []
+    read = [p for p in (layout.primary, *layout.children) if os.path.lexists(p)]
+    notes = ["read " + ", ".join(f"{p.name} ({generation_label(p)})" for p in read)]
+    if layout.ignored:
+        notes.append("ignored older generations: " + ", ".join(
+            f"{p.name} ({generation_label(p)})" for p in layout.ignored))
+    return notes
 
 
 def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:

@@ -18,13 +18,14 @@ from ..errors import (
 )
 from ..models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .callkeys import child_unfinished_error
-from .derive_fast import LoadedLog, load_log
+from .derive_fast import LoadedLog, derive_log_bytes, load_log
 from .generations import check_generation
 from .layout import CHILD_RE as CHILD_RE
 from .layout import PRIMARY_NAME as PRIMARY_NAME
 from .layout import ScenarioLayout, generation_of, scenario_layout
 from .layout import missing_primary_error as _missing_primary_error
 from .logs import decode_line, ensure_log_file, header_from_value, unreadable_log_error
+from .persisted import find_persisted, read_persisted
 from .sidecar import (
     Sidecar,
     SidecarForm,
@@ -60,6 +61,8 @@ class Scenario:
     """Files whose change should trigger a reload."""
     ignored: list[Path] = field(default_factory=list)
     """Older generations of a role, present beside the selected log and never read."""
+    warnings: list[str] = field(default_factory=list)
+    """What was wrong but could be read (a persisted session's torn last frame)."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance shape: ``{"ok": true, "scripts": [...], "headers": {...}}``."""
@@ -262,8 +265,26 @@ def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> 
     if path_or_env is None or isinstance(path_or_env, Mapping):
         return load_scenario_config(config_from_env(path_or_env))
     root = Path(path_or_env)
+    persisted = find_persisted(root)
+    if persisted is not None:
+        return load_persisted(persisted)
     layout = scenario_layout(root)
     return load_scenario_config(config_of_layout(layout), root=root, ignored=layout.ignored)
+
+
+def load_persisted(path: Path) -> Scenario:
+    """A persisted session (``session[.vK].jsonl.zstd``) as a one-session scenario."""
+    persisted = read_persisted(path)
+    loaded = derive_log_bytes(persisted.data, str(path), generation=persisted.generation)
+    header = loaded.header
+    script = SessionScript(
+        recorded_id=header.id, created_at=header.createdAt, entries=loaded.entries,
+        primary=True, file=str(path), seed_length=header.seedLength, header=header,
+        untimed=loaded.untimed)
+    config = ReplayConfig(file=str(path), overrideFile=None, childFiles=[])
+    return Scenario(scripts=[script], headers={path.name: header}, config=config,
+                    root=path.parent, derived_primary=loaded.entries, watched=[path],
+                    warnings=persisted.warnings)
 
 
 def load_session_scripts(config: ReplayConfig) -> list[SessionScript]:

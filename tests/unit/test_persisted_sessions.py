@@ -1,0 +1,117 @@
+"""Persisted sessions (SPEC 2b.9): concatenated zstd frames of the harness's session store,
+opened directly as one-session scenarios by loading, ``validate``, ``inspect`` and ``serve``;
+a torn last frame keeps its complete lines with a warning, a damaged frame is an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import zstandard
+
+from replay_engine import ReplayError, load_scenario
+from replay_engine.cli.dispatch import main as cli_main
+from replay_engine.scenario.check import check_scenario
+from replay_engine.server import serve_scenario
+
+pytestmark = pytest.mark.anyio
+
+FIN = {"type": "finish", "reason": {"kind": "stop"}}
+HEADER = {"type": "session", "version": 4, "id": "persisted-1", "createdAt": 7}
+
+
+def _call(text: str, step: int) -> dict[str, Any]:
+    return {"type": "assistant/message", "data": {"turn": 1, "step": step, "stream": [
+        {"type": "chunk", "time": 1, "chunk": {"type": "block-start", "index": 0,
+                                                "blockType": "text"}},
+        {"type": "text-chunks", "time0": 2, "index": 0, "dt": [], "texts": [text]},
+        {"type": "chunk", "time": 3, "chunk": FIN}]}}
+
+
+def _frame(*lines: Any) -> bytes:
+    text = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return zstandard.ZstdCompressor(write_checksum=True).compress(text)
+
+
+def _store(root: Path, frames: list[bytes], name: str = "session.v4.jsonl.zstd") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / name
+    path.write_bytes(b"".join(frames))
+    return path
+
+
+def _texts(path: Path) -> list[str]:
+    scripts = load_scenario(path).scripts
+    return [e.entry.chunks[1]["text"] for e in scripts[0].entries]  # type: ignore[union-attr]
+
+
+def test_a_session_of_frames_opens_as_a_file_or_its_directory(tmp_path: Path) -> None:
+    path = _store(tmp_path / "store", [_frame(HEADER), _frame(_call("one", 1)),
+                                       _frame(_call("two", 2), _call("three", 3))])
+    assert _texts(path) == _texts(path.parent) == ["one", "two", "three"]
+    scenario = load_scenario(path)
+    assert scenario.scripts[0].recorded_id == "persisted-1" and scenario.warnings == []
+    assert check_scenario(str(path)) == ([], [])
+
+
+def test_the_highest_generation_of_the_store_is_read(tmp_path: Path) -> None:
+    _store(tmp_path, [_frame({**HEADER, "version": 3}), _frame(_call("old", 1))],
+           "session.v3.jsonl.zstd")
+    _store(tmp_path, [_frame(HEADER), _frame(_call("new", 1))])
+    assert _texts(tmp_path) == ["new"]
+
+
+@pytest.mark.parametrize(("cut", "texts"), [
+    (4, ["kept", "decoded", "whole"]),  # only the checksum is missing: every line decoded
+    (12, ["kept"]),  # the block itself is cut: none of the torn batch is readable
+])
+def test_a_torn_last_frame_keeps_its_complete_lines_and_warns(tmp_path: Path, cut: int,
+                                                             texts: list[str]) -> None:
+    whole = [_frame(HEADER), _frame(_call("kept", 1))]
+    torn = _frame(_call("decoded", 2), _call("whole", 3))
+    path = _store(tmp_path, [*whole, torn[:-cut]])
+    offset = sum(map(len, whole))
+    scenario = load_scenario(path)
+    assert _texts(path) == texts
+    assert len(scenario.warnings) == 1 and f"at byte {offset}" in scenario.warnings[0]
+    problems, warnings = check_scenario(str(path))
+    assert problems == [] and warnings == scenario.warnings
+
+
+def test_a_frame_that_fails_its_checksum_is_an_error_naming_the_offset(tmp_path: Path) -> None:
+    first = _frame(HEADER)
+    second = bytearray(_frame(_call("x", 1)))
+    second[-1] ^= 0xFF  # the content checksum
+    path = _store(tmp_path, [first, bytes(second)])
+    with pytest.raises(ReplayError) as caught:
+        load_scenario(path)
+    assert f"the zstd frame at byte {len(first)} is damaged" in caught.value.message
+    assert str(path) in caught.value.message
+    assert caught.value.message in check_scenario(str(path))[0]
+
+
+def test_cli_validate_and_inspect_open_a_persisted_file(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = _store(tmp_path, [_frame(HEADER), _frame(_call("hello", 1))])
+    assert cli_main(["validate", str(path)]) == 0
+    assert f"ok   {path}" in capsys.readouterr().out
+    assert cli_main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "session.v4.jsonl.zstd (v4)" in out and "calls 1" in out
+
+
+async def test_a_persisted_session_serves_a_real_openai_client_to_consumed(tmp_path: Path) -> None:
+    path = _store(tmp_path, [_frame(HEADER), _frame(_call("hello", 1), _call("again", 2))])
+    async with serve_scenario(path) as server:
+        async with openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="k",
+                                      max_retries=0) as client:
+            texts = []
+            for _ in range(2):
+                stream = await client.chat.completions.create(model="m", messages=[], stream=True)
+                texts.append("".join([c.choices[0].delta.content or "" async for c in stream
+                                      if c.choices]))
+        assert texts == ["hello", "again"]
+        assert server.engine.consumed_problems() == []

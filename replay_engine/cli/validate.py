@@ -38,7 +38,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         persisted = persisted_generation(os.path.basename(path)) is not None
         if os.path.exists(path) and not os.path.isdir(path) and not persisted:
-            print(f"skip {path}: not a directory (nor a persisted session.jsonl.zstd)")
+            print(f"skip {path}: not a directory")
             continue
         checked += 1
         problems, warnings = check_scenario(path)

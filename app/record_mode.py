@@ -48,7 +48,7 @@ class RecordMode:
         self.recording: Recording | None = None
         """The recording while it runs (and after, for its summary)."""
         self.reports: dict[str, list[CallReport]] = {}
-        """Recorded calls by session label, in the order they ended."""
+        """Recorded calls by session label, in request order."""
         self.started = asyncio.Event()
         """Set once the proxy listens (or failed to: see ``error``)."""
         self.finished = asyncio.Event()
@@ -74,12 +74,15 @@ class RecordMode:
         if report.problem:
             self.log(Text(f"warning: {report.problem}", style="bold yellow"))
 
+    def _failed(self, error: ReplayError) -> None:
+        self.log(Text(f"recording failed [{error.code}]: {error.message}", style="bold red"))
+
     async def run(self) -> bool:
         """Record until stopped; False when the recording could not start."""
         try:
             context = record_scenario(self.options.scenario, self.upstream, host=self.options.host,
                                       port=self.options.port, force=self.options.force,
-                                      listener=self._recorded)
+                                      listener=self._recorded, on_failure=self._failed)
             self.recording = await context.__aenter__()
         except (ReplayError, OSError) as exc:
             self.error = exc

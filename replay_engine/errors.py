@@ -33,12 +33,13 @@ Codes raised under more than one class, or checked for elsewhere, are constants 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from starlette.responses import JSONResponse
+    from starlette.responses import Response
 
 UNFINISHED_CALL = "UNFINISHED_CALL"
 """DerivationError: a call of the log never finished while it was recorded (SPEC 3)."""
@@ -75,6 +76,12 @@ ABORTED = "ABORTED"
 
 SCENARIO_EXISTS = "SCENARIO_EXISTS"
 """InputError: ``dsh-replay record`` was given a directory that already holds a scenario."""
+
+RECORDING_LOCKED = "RECORDING_LOCKED"
+"""InputError: another recorder is recording into the same directory."""
+
+RECORD_WRITE = "RECORD_WRITE"
+"""InputError: the recorder could not write its logs (disk full, permissions); it stopped."""
 
 UNRECORDED_SESSION = "UNRECORDED_SESSION"
 SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
@@ -265,20 +272,29 @@ class UpstreamStreamError(ReplayError):
     code = "SERVER"
 
 
+MAX_REFUSAL_CHARS = 2000
+"""A refusal's message is cut to this many characters: whatever a request sent, no error
+answer repeats it whole."""
+
+
 class BadRequest(ReplayError):
     """A request the server refuses before touching the engine (400 or 413)."""
 
     def __init__(self, status: int, message: str, code: str) -> None:
+        if len(message) > MAX_REFUSAL_CHARS:
+            message = message[:MAX_REFUSAL_CHARS] + "… (cut)"
         super().__init__(message, code=code)
         self.status = status
 
-    def response(self, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    def response(self, headers: Mapping[str, str] | None = None) -> Response:
         """The JSON error answer (with ``headers``, e.g. the no-retry one of model routes)."""
-        from starlette.responses import JSONResponse  # only the server needs Starlette
+        from starlette.responses import Response  # only the server needs Starlette
 
         body = {"error": {"message": self.message, "type": "invalid_request_error",
                           "code": self.code}}
-        return JSONResponse(body, status_code=self.status, headers=headers)
+        text = json.dumps(body, separators=(",", ":"))  # ASCII: a lone surrogate stays \uXXXX
+        return Response(text, status_code=self.status, headers=headers,
+                        media_type="application/json")
 
 
 class ClientGone(BadRequest):

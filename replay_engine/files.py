@@ -144,6 +144,57 @@ def exclusive_lock(path: str | Path) -> Iterator[None]:
         os.close(fd)
 
 
+class HeldLock:
+    """A lock file held for as long as a process works in a place (see :func:`try_lock`)."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path
+        self._fd = fd
+
+    def release(self) -> None:
+        """Give the lock up and remove its file (idempotent)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        os.close(fd)
+
+
+def try_lock(path: str | Path, owner: str) -> HeldLock | str:
+    """Take the lock file ``path`` without waiting, writing ``owner`` (who holds it) into it;
+    returns the held lock, or what the current holder wrote when another process holds it.
+
+    An advisory ``flock``: a killed holder releases it with its process, and the next one
+    takes it over (rewriting the owner). Without ``flock`` (Windows) every caller gets it.
+    """
+    target = Path(path)
+    if sys.platform == "win32":
+        return HeldLock(target, None)
+    while True:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 4096).decode("utf-8", errors="replace").strip()
+                os.close(fd)
+                return holder or "another process"
+            held = os.fstat(fd)
+            try:
+                now = os.stat(target)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                os.ftruncate(fd, 0)
+                os.write(fd, owner.encode("utf-8"))
+                return HeldLock(target, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # a releasing holder unlinked it: lock the new file
+
+
 def atomic_write(path: str | Path, data: bytes, *, rename: Rename | None = None) -> None:
     """Write ``data`` to a temp file beside ``path``, fsync, rename over ``path``, fsync the dir.
 

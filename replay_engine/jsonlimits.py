@@ -78,6 +78,25 @@ def finite_int(literal: str) -> int:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape in JSON bytes: the only thing ``JSON.parse`` accepts that
+msgspec refuses."""
+
+
+def loads_strict(text: str) -> Any:
+    """JSON text decoded by the standard library under the logs' rules: lone surrogate escapes
+    kept, numbers finite, no ``NaN`` / ``Infinity``; ValueError otherwise (check the depth
+    first: this decoder recurses)."""
+    import json
+
+    return json.loads(text, parse_float=finite_float, parse_int=finite_int,
+                      parse_constant=_no_constant)
+
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -7,6 +7,7 @@ because they come from already-parsed logs and sit on the hot path.
 
 from __future__ import annotations
 
+import os
 from array import array
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -16,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictBool,
     StrictStr,
     model_validator,
@@ -68,6 +70,42 @@ Chunk = Annotated[dict[str, Any], BeforeValidator(_check_chunk)]
 """One recorded stream chunk, kept whole (every field it carries)."""
 
 NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+
+
+def _check_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if not value:
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+def ready_file_problem(name: str) -> str | None:
+    """Why ``name`` can never be a readyFile path (a NUL byte, a character no file name of this
+    system encodes), or None."""
+    if "\x00" in name:
+        return ("holds a NUL byte (\\x00), which no file name can hold; give a plain relative "
+                "file name")
+    try:
+        os.fsencode(name)
+    except UnicodeEncodeError as exc:
+        return (f"holds {exc.object[exc.start:exc.end]!r}, which no file name of this system can "
+                "encode (a lone surrogate?); give a plain relative file name")
+    return None
+
+
+def _check_ready_file(value: object) -> str:
+    name = _check_text(value)
+    problem = ready_file_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+Text = Annotated[str, PlainValidator(_check_text)]
+"""A non-empty string, any code points (a lone surrogate escape too, as ``JSON.parse`` and the
+logs accept it)."""
+ReadyFile = Annotated[str, PlainValidator(_check_ready_file)]
 JsonInt = Annotated[int, BeforeValidator(_check_integer)]
 
 
@@ -91,9 +129,9 @@ class ThrowEntry(_Strict):
     """Discriminator."""
     chunks: list[Chunk]
     """Prefix chunks served before failing (may be empty)."""
-    message: NonEmptyStr
+    message: Text
     """The failure message the agent sees."""
-    code: NonEmptyStr
+    code: Text
     """The failure code, e.g. AUTH, RATE_LIMIT, SERVER, HTTP_503."""
     accepted: StrictBool | None = None
     """The harness's mark that the failure was expected (SPEC 2b.6: kept, changes nothing on
@@ -112,7 +150,7 @@ class HangEntry(_Strict):
 
     kind: Literal["hang"] = "hang"
     """Discriminator."""
-    readyFile: NonEmptyStr | None = None  # noqa: N815 - wire name
+    readyFile: ReadyFile | None = None  # noqa: N815 - wire name
     """Marker file created (empty) once the prefix is served."""
 
     @model_validator(mode="before")

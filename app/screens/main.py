@@ -220,11 +220,11 @@ class MainScreen(Screen[None]):
         state = engine.state(run)
         self.header.show(
             scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
-            breakpoints=len(engine.breakpoints), paused=len(engine.paused_sessions(run)),
+            breakpoints=len(engine.breakpoints_of(run)), paused=len(engine.paused_sessions(run)),
             untimed=self.state.untimed_logs(), loaded=self.state.scenario is not None,
             flight=flight_summary(state), runs=self.state.runs(),
         )
-        self.scripts_view.set_live(state, engine.breakpoints)
+        self.scripts_view.set_live(state, engine.breakpoints_of(run))
         self.live_pane.set_state(state, names, [engine.state(r) for r in engine.bound_runs()])
         self.show_selected()
 
@@ -307,8 +307,8 @@ class MainScreen(Screen[None]):
         self.call_pane.cycle_tab(step)
 
     def action_mode(self, mode: str) -> None:
-        """Step mode: run, break at every call, break at every chunk."""
-        self.state.engine.set_mode(mode)  # type: ignore[arg-type]
+        """Step mode of the followed run: run, break at every call, break at every chunk."""
+        self.state.engine.set_mode(mode, run=self.state.run_name)  # type: ignore[arg-type]
 
     def action_breakpoint(self) -> None:
         """Toggle a breakpoint on the selected call."""
@@ -316,8 +316,9 @@ class MainScreen(Screen[None]):
         if selected is None or selected[1] is None:
             self.notify("Select a call to put a breakpoint on.", severity="warning")
             return
-        self.state.engine.toggle_breakpoint(selected[0], selected[1])
-        on = selected in self.state.engine.breakpoints
+        run = self.state.run_name
+        self.state.engine.toggle_breakpoint(selected[0], selected[1], run=run)
+        on = selected in self.state.engine.breakpoints_of(run)
         self.notify(f"Breakpoint {'set on' if on else 'removed from'} call #{selected[1]} of "
                     f"[{selected[0]}].", timeout=2)
 
@@ -335,8 +336,8 @@ class MainScreen(Screen[None]):
             self.notify("No call is paused.", severity="warning")
 
     def action_resume(self) -> None:
-        """Continue: back to run mode, every paused call released."""
-        self.state.engine.set_mode("run")
+        """Continue: the followed run back to run mode, every paused call of it released."""
+        self.state.engine.set_mode("run", run=self.state.run_name)
 
     def action_cancel(self) -> None:
         """Cancel the selected session's in-flight call (a hang or a paused stream)."""

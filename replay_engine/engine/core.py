@@ -34,7 +34,7 @@ from . import events as ev
 from .binding import PlaceholderScan, bind_call
 from .cancel import calls_to_cancel, cancel_call, wait
 from .events import Observer
-from .gate import StepGate, StepHow, pause, release
+from .gate import StepGates, StepHow, pause, release
 from .handle import CallHandle
 from .pacing import Pace, chunk_delay
 from .placeholders import resolve_scripted_entry
@@ -92,11 +92,12 @@ class ReplayEngine:
         self._scripts: list[SessionScript] = list(scripts)
         self._pace = pace or Pace("fixed", pace_ms)
         self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
+        self._ready_dirs: dict[str, Path] = {}
         self._runs: dict[str, Run] = {}
         self._hub = ev.EventHub()
         self._emit = self._hub.emit
         self._ids = itertools.count(1)
-        self._gate = StepGate()
+        self._gates = StepGates()
         self._calls: dict[int, Call] = {}
         self._scan = PlaceholderScan()
         self._ready_created: list[Path] = []
@@ -123,13 +124,21 @@ class ReplayEngine:
 
     @property
     def mode(self) -> StepMode:
-        """The current step mode."""
-        return self._gate.mode
+        """The step mode of the default run (``mode_of`` for another)."""
+        return self.mode_of(DEFAULT_RUN)
 
     @property
     def breakpoints(self) -> frozenset[tuple[int, int]]:
-        """(script index, call index) pairs the gate stops at."""
-        return frozenset(self._gate.breakpoints)
+        """(script index, call index) pairs the default run's gate stops at."""
+        return self.breakpoints_of(DEFAULT_RUN)
+
+    def mode_of(self, run: str) -> StepMode:
+        """The run's step mode (each run steps on its own)."""
+        return self._gates.peek(run).mode
+
+    def breakpoints_of(self, run: str) -> frozenset[tuple[int, int]]:
+        """(script index, call index) pairs the run's gate stops at."""
+        return frozenset(self._gates.peek(run).breakpoints)
 
     def runs(self) -> list[str]:
         """Names of the runs seen so far."""
@@ -143,6 +152,14 @@ class ReplayEngine:
     def created_ready_files(self) -> list[Path]:
         """Hang readyFiles this engine created (not those that already existed), oldest first."""
         return list(self._ready_created)
+
+    def set_ready_dir(self, run: str, directory: str | Path | None) -> None:
+        """Where the run's relative hang readyFiles go (None: back to ``ready_dir``), so that
+        parallel tests sharing one server never share a marker."""
+        if directory is None:
+            self._ready_dirs.pop(run, None)
+        else:
+            self._ready_dirs[run] = Path(directory)
 
     def _run(self, name: str) -> Run:
         run = self._runs.get(name)
@@ -158,7 +175,7 @@ class ReplayEngine:
     def state(self, run: str = DEFAULT_RUN) -> RunState:
         """A read-only snapshot of a run's bindings."""
         return snapshot(self._peek(run), self._scripts, not self.consumed_problems(run),
-                        self._gate.mode, self._pace)
+                        self.mode_of(run), self._pace)
 
     def journal(self, run: str = DEFAULT_RUN) -> list[CallRecord]:
         """The run's calls, oldest first (the newest ``journal_limit`` of them)."""
@@ -258,7 +275,7 @@ class ReplayEngine:
         self._end(call, "failed", exc)
 
     def _armed(self, call: Call) -> CallHandle:
-        self._gate.arm(call)
+        self._gates.of(call.run).arm(call)
         return CallHandle(self, call)
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
@@ -315,7 +332,7 @@ class ReplayEngine:
             self._emit(ev.CallFailed(*args, exc.code, exc.message))
 
     def _next_is_immediate(self, call: Call) -> bool:
-        mode = self._gate.mode
+        mode = self._gates.of(call.run).mode
         if call.budget is None and mode == "run" and not self._pace.ms and (
                 self._pace.mode == "fixed" and not isinstance(call.entry, HangEntry)):
             return True  # the common burst case, checked per chunk
@@ -329,7 +346,7 @@ class ReplayEngine:
 
     async def _serve(self, call: Call) -> AsyncIterator[dict[str, Any]]:
         entry = call.entry
-        gate = self._gate
+        gate = self._gates.of(call.run)
         hub = self._hub
         outcome: Outcome = "cancelled"
         error: ReplayError | None = None
@@ -368,7 +385,8 @@ class ReplayEngine:
                 raise ScriptedFailure(entry.message, entry.code)
             if isinstance(entry, HangEntry):
                 if entry.readyFile is not None:
-                    call.ready_file = str(touch_ready_file(self.ready_dir, entry.readyFile,
+                    where = self._ready_dirs.get(call.run, self.ready_dir)
+                    call.ready_file = str(touch_ready_file(where, entry.readyFile,
                                                            created=self._ready_created))
                 call.status = "hanging"
                 self._emit(ev.HangWaiting(call.run, call.key, call.script_index, call.call_index,
@@ -416,19 +434,20 @@ class ReplayEngine:
         self._pace = pace
         self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
 
-    def set_mode(self, mode: StepMode) -> None:
-        """Change the step mode; ``run`` releases every paused call."""
-        self._gate.set_mode(mode, list(self._calls.values()))
-        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+    def set_mode(self, mode: StepMode, *, run: str = DEFAULT_RUN) -> None:
+        """Change the run's step mode; ``run`` releases every paused call of that run."""
+        self._gates.of(run).set_mode(mode, list(self._calls.values()))
+        self._emit(ev.SettingsChanged(run, self._settings(run)))
 
-    def toggle_breakpoint(self, script_index: int, call_index: int) -> bool:
-        """Add or remove a breakpoint; returns whether it is now set."""
-        now_set = self._gate.toggle(script_index, call_index)
-        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+    def toggle_breakpoint(self, script_index: int, call_index: int, *,
+                          run: str = DEFAULT_RUN) -> bool:
+        """Add or remove a breakpoint of the run; returns whether it is now set."""
+        now_set = self._gates.of(run).toggle(script_index, call_index)
+        self._emit(ev.SettingsChanged(run, self._settings(run)))
         return now_set
 
-    def _settings(self) -> dict[str, Any]:
-        return self._gate.settings(self._pace)
+    def _settings(self, run: str = DEFAULT_RUN) -> dict[str, Any]:
+        return self._gates.peek(run).settings(self._pace)
 
     def _find(self, run: str, session_id: str | None) -> Call | None:
         binding = self._peek(run).bindings.get(session_id)
@@ -449,8 +468,8 @@ class ReplayEngine:
         if call is None:
             return False
         release(call, how)
-        if how == "continue" and self._gate.mode != "run":
-            self.set_mode("run")
+        if how == "continue" and self.mode_of(run) != "run":
+            self.set_mode("run", run=run)
         self._emit(ev.CallResumed(run, session_id, call.id))
         call.wake.set()
         return True
@@ -476,6 +495,8 @@ class ReplayEngine:
     def forget(self, run: str) -> bool:
         """Delete the run (in-flight calls are cancelled); False when there was no such run."""
         r = self._runs.pop(run, None)
+        self._gates.forget(run)
+        self._ready_dirs.pop(run, None)
         if r is None:
             return False
         for binding in r.bindings.values():

@@ -1,7 +1,9 @@
 """The step gate: step modes, breakpoints, and pausing / stepping a call between chunks.
 
-The debugger and the control API drive it. A call's ``budget`` says how many chunks it may
-still serve (None: no limit, 0: held); ``run_to_end`` lets one call finish whatever the mode.
+The debugger and the control API drive it. Every run has a gate of its own (``StepGates``):
+switching one run to chunk mode, or a breakpoint set while following it, never holds the
+calls of another. A call's ``budget`` says how many chunks it may still serve (None: no
+limit, 0: held); ``run_to_end`` lets one call finish whatever the mode.
 """
 
 from __future__ import annotations
@@ -20,25 +22,27 @@ StepHow = Literal["chunk", "call", "continue"]
 
 
 class StepGate:
-    """The current step mode and breakpoints, and the hold they put on calls."""
+    """One run's step mode and breakpoints, and the hold they put on its calls."""
 
-    __slots__ = ("breakpoints", "mode")
+    __slots__ = ("breakpoints", "mode", "run")
 
-    def __init__(self) -> None:
+    def __init__(self, run: str) -> None:
+        self.run = run
         self.mode: StepMode = "run"
         self.breakpoints: set[tuple[int, int]] = set()
 
     def arm(self, call: Call) -> None:
-        """Hold a new call before its first chunk when stepping or at a breakpoint."""
+        """Take a new call: hold it before its first chunk when stepping or at a breakpoint."""
         if self.mode != "run" or (call.script_index, call.call_index) in self.breakpoints:
             call.budget = 0
 
     def set_mode(self, mode: StepMode, calls: Iterable[Call]) -> None:
-        """Change the mode; ``run`` releases every held call among ``calls``."""
+        """Change the mode; ``run`` releases every held call among ``calls`` (those passing
+        through this gate)."""
         self.mode = mode
         if mode == "run":
             for call in calls:
-                if call.status == "paused" or call.budget == 0:
+                if call.run == self.run and (call.status == "paused" or call.budget == 0):
                     call.budget = None
                     call.wake.set()
 
@@ -52,7 +56,7 @@ class StepGate:
         return key in self.breakpoints
 
     def settings(self, pace: Pace) -> dict[str, Any]:
-        """What ``SettingsChanged`` reports: mode, pace and breakpoints."""
+        """What ``SettingsChanged`` reports for the run: mode, pace and breakpoints."""
         return {
             "mode": self.mode,
             "pace": pace.describe(),
@@ -69,6 +73,30 @@ class StepGate:
             await wait(call, None)
             call.wake = anyio.Event()
         call.status = "streaming"
+
+
+class StepGates:
+    """Every run's gate, made on first use: a run starts in run mode without breakpoints."""
+
+    __slots__ = ("_gates",)
+
+    def __init__(self) -> None:
+        self._gates: dict[str, StepGate] = {}
+
+    def of(self, run: str) -> StepGate:
+        """The gate of ``run`` (made now when it has none)."""
+        gate = self._gates.get(run)
+        if gate is None:
+            gate = self._gates[run] = StepGate(run)
+        return gate
+
+    def peek(self, run: str) -> StepGate:
+        """The gate of ``run`` if it has one, else a fresh one that is not kept."""
+        return self._gates.get(run) or StepGate(run)
+
+    def forget(self, run: str) -> None:
+        """Drop the run's gate (the run was deleted)."""
+        self._gates.pop(run, None)
 
 
 def pause(call: Call) -> None:

@@ -14,17 +14,23 @@ import stat
 from pathlib import Path, PurePath
 
 from ..errors import READY_FILE, InputError
+from ..models import ready_file_problem
+from ..safe_text import printable
 from .placeholders import MARKER
 
 _FLAGS = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _refuse(path: Path | str, why: str) -> InputError:
-    return InputError(f"{path}: {why}", file=str(path), code=READY_FILE)
+    shown = printable(ascii(str(path))[1:-1]) if ready_file_problem(str(path)) else str(path)
+    return InputError(f"{shown}: {why}", file=shown, code=READY_FILE)
 
 
 def ready_path(ready_dir: Path, name: str) -> Path:
     """Where the readyFile ``name`` is created: inside ``ready_dir`` (InputError otherwise)."""
+    problem = ready_file_problem(name)
+    if problem is not None:
+        raise _refuse(name, f"the readyFile {problem}.")
     if MARKER in name:
         raise _refuse(name, "a readyFile names where the replay creates a file, so "
                       "{{fromRequest:…}} is not resolved in it (the agent's request must not "

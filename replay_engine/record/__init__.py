@@ -14,11 +14,15 @@ event loop::
     # on exit the logs are finished; rec.problems says why the scenario would not load, if so
 
 ``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
-listener=None)``: ``pack`` writes runs of deltas as packed rows; ``force`` records into a
-directory that already holds a scenario, keeping its files as ``.bak`` (else InputError
-``SCENARIO_EXISTS``); ``listener`` is called with a :class:`CallReport` per recorded call.
-The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (``url + "/v1"``, what an
-OpenAI SDK takes), ``directory``, ``reports`` and ``problems``.
+listener=None, on_failure=None)``: ``pack`` writes runs of deltas as packed rows; ``force``
+records into a directory that already holds a scenario, keeping its files as ``.bak`` (else
+InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is refused
+(``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a :class:`CallReport` per
+recorded call. A write that fails (disk full, permissions) stops the recording: the logs keep
+every whole call, ``on_failure`` is called with the typed error (``RECORD_WRITE``), later calls
+are answered 503, and leaving the block raises it. The yielded :class:`Recording` has ``url``
+(the origin), ``base_url`` (``url + "/v1"``, what an OpenAI SDK takes), ``directory``,
+``reports``, ``problems`` and ``failure``.
 
 Dialects plug in through :class:`~replay_engine.record.dialect.RecordDialect` (the seam; one
 sibling module per dialect, as in ``replay_engine/wire``, listed by ``dialects``); built in
@@ -34,12 +38,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SCENARIO_EXISTS
+from ..errors import SCENARIO_EXISTS, ReplayError
+from .calls import CallReport, FailureListener, Listener
 from .dialect import RecordDialect
 from .dialects import DIALECTS
 from .openai_chat import OPENAI_CHAT
 from .proxy import NETWORK, RecordProxy, check_upstream
-from .writer import CallReport, Listener, ScenarioRecorder
+from .writer import ScenarioRecorder
 
 __all__ = [
     "DIALECTS",
@@ -47,6 +52,7 @@ __all__ = [
     "OPENAI_CHAT",
     "SCENARIO_EXISTS",
     "CallReport",
+    "FailureListener",
     "Listener",
     "RecordDialect",
     "RecordProxy",
@@ -77,7 +83,8 @@ class Recording:
 
     @property
     def reports(self) -> list[CallReport]:
-        """Every call recorded so far, in the order they ended."""
+        """Every call written so far: per session in request order (a call that ended early
+        is written once the calls started before it are)."""
         return self.recorder.reports
 
     @property
@@ -85,17 +92,26 @@ class Recording:
         """Why the scenario will not load as recorded (a child's failed call), if so."""
         return self.recorder.problems
 
+    @property
+    def failure(self) -> ReplayError | None:
+        """Why the recording stopped on its own (a write that failed), if it did."""
+        return self.recorder.failure
+
 
 @contextlib.asynccontextmanager
 async def record_scenario(directory: str | Path, upstream: str, *, host: str = "127.0.0.1",
                           port: int = 0, pack: bool = False, force: bool = False,
-                          listener: Listener | None = None) -> AsyncIterator[Recording]:
+                          listener: Listener | None = None,
+                          on_failure: FailureListener | None = None) -> AsyncIterator[Recording]:
     """Record into ``directory`` from ``upstream`` while the block runs; finishes the logs on
-    exit (a call still streaming then is not recorded)."""
+    exit (a call still streaming then is not recorded) and raises the recording's failure,
+    if it had one."""
     check_upstream(upstream)  # before the directory is touched
     recorder = ScenarioRecorder(directory, pack=pack, force=force)
     if listener is not None:
         recorder.listeners.append(listener)
+    if on_failure is not None:
+        recorder.failure_listeners.append(on_failure)
     proxy = RecordProxy(recorder, upstream, host=host, port=port)
     try:
         url = await proxy.start()
@@ -105,5 +121,9 @@ async def record_scenario(directory: str | Path, upstream: str, *, host: str = "
         raise
     try:
         yield Recording(url, recorder)
-    finally:
+    except BaseException:
         await proxy.stop()
+        raise
+    await proxy.stop()
+    if recorder.failure is not None:
+        raise recorder.failure

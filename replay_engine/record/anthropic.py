@@ -30,8 +30,10 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    key_of,
     rebuild_events,
     upstream_error_message,
+    upstream_json,
 )
 
 _KINDS = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
@@ -95,11 +97,7 @@ class MessagesRebuilder:
         self._stop: str | None = None
 
     def feed(self, event: SseEvent) -> list[Chunk]:
-        try:
-            data = json.loads(event.data) if event.data.strip() else None
-        except ValueError:
-            raise StreamFailure(f"the upstream sent an event that is not JSON: "
-                                f"{event.data[:200]!r}", code="INVALID_RESPONSE") from None
+        data = upstream_json(event.data) if event.data.strip() else None
         if not isinstance(data, dict):
             return []
         kind = data.get("type", event.event)
@@ -110,11 +108,11 @@ class MessagesRebuilder:
             if isinstance(message, dict):
                 self._take_usage(message.get("usage"))
         elif kind == "content_block_start":
-            return self._start(data.get("index"), data.get("content_block"))
+            return self._start(key_of(data.get("index")), data.get("content_block"))
         elif kind == "content_block_delta":
-            return self._delta(data.get("index"), data.get("delta"))
+            return self._delta(key_of(data.get("index")), data.get("delta"))
         elif kind == "content_block_stop":
-            return self._stop_block(data.get("index"))
+            return self._stop_block(key_of(data.get("index")))
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):

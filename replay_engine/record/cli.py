@@ -2,7 +2,9 @@
 
 The first stdout line is the base URL; one line per recorded call goes to stderr; on stop
 the logs are finished and a summary printed. Exit status 0, or 1 when the scenario will
-not load as recorded (a child session's call failed upstream; the message names it).
+not load as recorded (a child session's call failed upstream; the message names it) or the
+recording failed (a write that failed stops it at once, the error named; the logs keep every
+whole call), or another recorder holds the directory.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def summary(recording: Recording) -> list[str]:
         lines.append(f"{len(recorder.dropped)} call(s) still streaming at stop were not recorded")
     if recorder.primary_failed:
         lines.append("replay.override.json decides the primary's failed call(s) as throws")
+    if recorder.failure is not None:
+        lines.append(f"the recording stopped early: [{recorder.failure.code}] "
+                     f"{recorder.failure.message}")
     if recorder.backups:
         lines.append("the previous scenario is kept as " +
                      ", ".join(p.name for p in recorder.backups))
@@ -88,7 +93,7 @@ async def _record(args: argparse.Namespace) -> int:
         try:
             context = record_scenario(args.scenario, args.upstream, host=args.host,
                                       port=args.port, pack=args.pack, force=args.force,
-                                      listener=show)
+                                      listener=show, on_failure=lambda _: stop.set())
             recording = await context.__aenter__()
         except OSError as exc:
             if exc.filename is not None:
@@ -100,12 +105,16 @@ async def _record(args: argparse.Namespace) -> int:
                 atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))
             print(recording.url, flush=True)
             await stop.wait()
-        finally:
+        except BaseException as exc:
+            await context.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        try:
             await context.__aexit__(None, None, None)
+        finally:  # the summary says what was kept, also when the recording failed
+            print("\n".join(summary(recording)), flush=True)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    print("\n".join(summary(recording)), flush=True)
     return 1 if recording.problems else 0
 
 

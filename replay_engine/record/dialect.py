@@ -16,8 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import UpstreamStreamError
+from ..jsonlimits import DEPTH_PROBLEM, too_deep
 
 Chunk = dict[str, Any]
+INVALID_RESPONSE = "INVALID_RESPONSE"
+"""Failure code of a call whose upstream answer the recorder cannot read as its wire's."""
+EXCERPT = 200
+"""Characters of an unreadable event a failure message quotes."""
 
 @dataclass(frozen=True, slots=True)
 class SseEvent:
@@ -59,6 +64,11 @@ class SseParser:
                 self._data.append(value)
             elif name == "event":
                 self._event = value
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished line held back (an upstream never ending one is cut off)."""
+        return len(self._buffer) + sum(len(d) for d in self._data)
 
     def close(self) -> list[SseEvent]:
         """At the end of the stream: the event a final lone ``\r`` completes, if any (an
@@ -130,6 +140,38 @@ class RecordDialect(Protocol):
         """The upstream's error message from an error answer's body."""
 
 
+def upstream_json(text: str | bytes) -> Any:
+    """One JSON document of the upstream's answer; StreamFailure (INVALID_RESPONSE) when it is
+    not JSON or nests deeper than every reader of this project goes."""
+    if too_deep(text):
+        raise StreamFailure(f"the upstream sent JSON {DEPTH_PROBLEM}", code=INVALID_RESPONSE)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        shown = text[:EXCERPT] if isinstance(text, str) else text[:EXCERPT].decode(
+            "utf-8", errors="replace")
+        raise StreamFailure(f"the upstream sent an event that is not JSON: {shown!r}",
+                            code=INVALID_RESPONSE) from None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (answers are untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """``value`` when it is a JSON list, else an empty one (answers are untrusted)."""
+    return value if isinstance(value, list) else []
+
+
+def key_of(value: object) -> Any:
+    """A block key from an answer's ``index``: the value itself when hashable, else its JSON
+    text (an ``index`` that is a list still names one block, never a crash)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> list[Chunk]:
     """Feed one whole answer's events to ``rebuilder``: every chunk it rebuilds, the end's too
     (how a non-streaming answer, replayed as its stream, is recorded)."""
@@ -149,13 +191,18 @@ def stream_error(error: object) -> StreamFailure:
                          code=code if isinstance(code, str) and code else None)
 
 
+ERROR_EXCERPT = 500
+"""Characters of an error body that is not JSON kept as its message."""
+
+
 def upstream_error_message(status: int, body: bytes) -> str:
     """The message of an error answer: ``error.message`` (OpenAI's and Anthropic's shapes),
-    a bare ``error`` or ``message`` string, else the body's text."""
+    a bare ``error`` or ``message`` string, else the body's text (its first ``ERROR_EXCERPT``
+    characters; the recorder redacts secrets before this cut)."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = upstream_json(text)
+    except StreamFailure:
         parsed = None
     if isinstance(parsed, dict):
         error = parsed.get("error")
@@ -165,4 +212,4 @@ def upstream_error_message(status: int, body: bytes) -> str:
             return error
         if isinstance(parsed.get("message"), str):
             return str(parsed["message"])
-    return text[:500] if text else f"HTTP {status}"
+    return text[:ERROR_EXCERPT] if text else f"HTTP {status}"

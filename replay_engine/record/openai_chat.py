@@ -8,12 +8,21 @@ answer is read as the one-event stream that carries it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonnumbers import count
-from .dialect import Chunk, RequestMessage, SseEvent, StreamFailure, stream_error, upstream_error_message
+from .dialect import (
+    Chunk,
+    RequestMessage,
+    SseEvent,
+    as_dict,
+    as_list,
+    key_of,
+    stream_error,
+    upstream_error_message,
+    upstream_json,
+)
 
 _FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
@@ -85,28 +94,22 @@ class ChatRebuilder:
         if data == "[DONE]":
             self.ended = True
             return []
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise StreamFailure(f"the upstream sent an event that is not JSON: {data[:200]!r}",
-                                code="INVALID_RESPONSE") from None
+        chunk = upstream_json(data)
         if not isinstance(chunk, dict):
             return []
-        if "error" in chunk and not chunk.get("choices"):
+        if "error" in chunk and not as_list(chunk.get("choices")):
             raise stream_error(chunk["error"])
         out: list[Chunk] = []
         if chunk.get("usage"):
             self.take_usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
+        for choice in as_list(chunk.get("choices")):
             if isinstance(choice, dict):
                 self.fold_choice(choice, out)
         return out
 
     def fold_choice(self, choice: dict[str, Any], out: list[Chunk]) -> None:
         """Fold one wire ``choice`` (its delta and finish reason) into ``out``."""
-        delta = choice.get("delta") or {}
-        if not isinstance(delta, dict):
-            delta = {}
+        delta = as_dict(choice.get("delta"))
         if "role" in delta and delta.get("content") == "":
             delta = {k: v for k, v in delta.items() if k not in ("role", "content")}
         for wire_field, kind in (("reasoning_content", "reasoning"), ("content", "text")):
@@ -116,18 +119,19 @@ class ChatRebuilder:
                 self._by_kind[kind] = block
                 block.parts.append(value)
                 out.append({"type": f"{kind}-delta", "index": block.index, "text": value})
-        for call in delta.get("tool_calls") or []:
+        for call in as_list(delta.get("tool_calls")):
             if isinstance(call, dict):
                 self._tool_delta(call, out)
-        if choice.get("finish_reason"):
-            self._finish = str(choice["finish_reason"])
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self._finish = reason
 
     def _tool_delta(self, call: dict[str, Any], out: list[Chunk]) -> None:
-        key = call.get("index")
+        key = key_of(call.get("index"))
         block = self._tools.get(key)
         if block is None:
             block = self._tools[key] = self._open("tool-call", out)
-        function = call.get("function") or {}
+        function = as_dict(call.get("function"))
         if isinstance(call.get("id"), str):
             block.id = call["id"]
         if isinstance(function.get("name"), str):
@@ -182,15 +186,13 @@ class OpenAIChat:
             raise ValueError("not a chat.completion")
         rebuilder = ChatRebuilder()
         out: list[Chunk] = []
-        choice = body["choices"][0] if body["choices"] else {}
-        message = choice.get("message") if isinstance(choice, dict) else None
+        choice = as_dict(body["choices"][0] if body["choices"] else {})
+        message = choice.get("message")
         if isinstance(message, dict):
             delta: dict[str, Any] = {k: message.get(k) for k in ("reasoning_content", "content")}
-            calls = message.get("tool_calls")
             delta["tool_calls"] = [
-                {"index": k, "id": c.get("id"), "function": c.get("function") or {}}
-                for k, c in enumerate(calls if isinstance(calls, list) else [])
-                if isinstance(c, dict)]
+                {"index": k, "id": c.get("id"), "function": as_dict(c.get("function"))}
+                for k, c in enumerate(as_list(message.get("tool_calls"))) if isinstance(c, dict)]
             wire_choice = {"delta": delta, "finish_reason": choice.get("finish_reason")}
             rebuilder.fold_choice(wire_choice, out)
         if isinstance(body.get("usage"), dict):

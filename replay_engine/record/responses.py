@@ -31,8 +31,10 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    key_of,
     rebuild_events,
     upstream_error_message,
+    upstream_json,
 )
 
 _KINDS = {"reasoning": "reasoning", "message": "text", "function_call": "tool-call"}
@@ -104,25 +106,23 @@ class ResponsesRebuilder:
         self._status = "response.completed"
 
     def feed(self, event: SseEvent) -> list[Chunk]:
-        try:
-            data = json.loads(event.data) if event.data.strip() else None
-        except ValueError:
-            raise StreamFailure(f"the upstream sent an event that is not JSON: "
-                                f"{event.data[:200]!r}", code="INVALID_RESPONSE") from None
+        data = upstream_json(event.data) if event.data.strip() else None
         if not isinstance(data, dict):
             return []
         kind = data.get("type", event.event)
+        kind = kind if isinstance(kind, str) else None
         if kind == "error" or event.event == "error":
             message, code = data.get("message"), data.get("code")
             raise StreamFailure(message if isinstance(message, str) and message
                                 else "stream error",
                                 code=code if isinstance(code, str) and code else None)
         if kind == "response.output_item.added":
-            return self._added(data.get("output_index"), data.get("item"))
+            return self._added(key_of(data.get("output_index")), data.get("item"))
         if kind in _DELTAS:
-            return self._delta(data.get("output_index"), _DELTAS[str(kind)], data.get("delta"))
+            return self._delta(key_of(data.get("output_index")), _DELTAS[str(kind)],
+                               data.get("delta"))
         if kind == "response.output_item.done":
-            return self._done(data.get("output_index"), data.get("item"))
+            return self._done(key_of(data.get("output_index")), data.get("item"))
         if kind in _ENDS:
             response = data.get("response")
             self._final = response if isinstance(response, dict) else {}

@@ -3,177 +3,42 @@
 Logs take the harness's shape (SPEC 9): a header, then per call ``turn/start`` (when the turn
 advances), ``step/start``, one ``user/message`` / ``tool/result`` per new request message, one
 ``assistant/chunk`` per rebuilt chunk (or packed rows, SPEC 2), ``assistant/message`` and
-``step/end``. A call's lines are written in one append once it ends, so a killed recorder
-leaves only whole calls. An upstream failure of the primary makes ``replay.override.json``
-the bare list deciding it; a child's failure is reported, naming the call.
+``step/end``. A call's lines are written in one append once it ends, in the slot of its
+start (calls of one session are logged in request order, however they finish), so a killed
+recorder leaves only whole calls. An upstream failure of the primary makes
+``replay.override.json`` the bare list deciding it; a child's failure is reported, naming the
+call. Text is written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
+client's secrets redacted; a write that fails (disk full, permissions) is cut back to the last
+whole call and stops the recording with a typed error.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections import deque
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from ..errors import SCENARIO_EXISTS, InputError
+from ..authoring.compare import render_document
+from ..errors import RECORD_WRITE, InputError, ReplayError
 from ..files import atomic_write
-from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, child_log_name, is_scenario_file
+from ..jsonlimits import json_text
+from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, child_log_name
 from ..scenario.sidecar import validate_sidecar
-from .dialect import Chunk, RequestMessage
+from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
+from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
+from .directory import lock_directory, prepare_directory
+from .redact import Redactor
 
-BACKUP_SUFFIX = ".bak"
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 8
-"""Header values shorter than this are not searched for (they would match ordinary text)."""
-
-
-def recorder_version() -> str:
-    """``dsh-replay <version>`` for the ``recordedBy`` header key."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"dsh-replay {version('dsh-replay-tui')}"
-    except PackageNotFoundError:
-        return "dsh-replay"
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds."""
-    return time.time_ns() // 1_000_000
+STOPPED = "ABORTED"
+"""Failure code of a call still streaming when the recording stopped, written (as failed)
+only when later calls of its session ended: their slots come after it."""
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def existing_scenario_files(directory: Path) -> list[Path]:
-    """The files of ``directory`` that make it a scenario (logs and the sidecar), by the
-    scenario layout's own names."""
-    if not directory.is_dir():
-        return []
-    return [item for item in sorted(directory.iterdir()) if is_scenario_file(item.name)]
-
-
-def prepare_directory(directory: Path, *, force: bool) -> list[Path]:
-    """Create ``directory``, or make room in it: refuses an existing scenario unless ``force``,
-    which moves each of its files to ``NAME.bak``; returns the backups made."""
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"{directory}: not a directory; give record a directory to write the "
-                         "scenario into.", file=str(directory))
-    existing = existing_scenario_files(directory)
-    if existing and not force:
-        names = ", ".join(p.name for p in existing)
-        raise InputError(f"{directory}: already holds a scenario ({names}); record into an empty "
-                         "directory, or pass --force to keep those files as .bak and record anew.",
-                         file=str(directory), code=SCENARIO_EXISTS)
-    directory.mkdir(parents=True, exist_ok=True)
-    backups = []
-    for path in existing:
-        backup = path.with_name(path.name + BACKUP_SUFFIX)
-        os.replace(path, backup)
-        backups.append(backup)
-    return backups
-
-
-class Redactor:
-    """Removes the client's secrets (API keys, tokens) from every text the recorder writes."""
-
-    def __init__(self) -> None:
-        self._secrets: set[str] = set()
-
-    def learn(self, headers: Iterable[tuple[str, str]]) -> None:
-        """Remember the secret-bearing header values of one request."""
-        for name, value in headers:
-            lowered = name.lower()
-            if not (lowered in ("authorization", "proxy-authorization", "cookie") or any(
-                    word in lowered for word in ("key", "token", "secret", "auth"))):
-                continue
-            for candidate in (value, value.partition(" ")[2]):
-                candidate = candidate.strip()
-                if len(candidate) >= MIN_SECRET_LENGTH:
-                    self._secrets.add(candidate)
-                    self._secrets.add(json.dumps(candidate, ensure_ascii=False)[1:-1])
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
-
-
-@dataclass(frozen=True, slots=True)
-class CallReport:
-    """One recorded call, as the recorder reports it to its listeners."""
-
-    session: str | None
-    """The live session id (None: anonymous)."""
-    file: str
-    """The log it was written to."""
-    index: int
-    """0-based call number in that log."""
-    key: str
-    """Its ``turn/step``."""
-    chunks: int
-    finish: str | None
-    """The finish kind, or None when the call failed."""
-    code: str | None = None
-    message: str | None = None
-    problem: str | None = None
-    """Why the scenario will not load as recorded (a child's failed call), if so."""
-
-    @property
-    def failed(self) -> bool:
-        """True when the upstream failed this call."""
-        return self.code is not None
-
-
-Listener = Callable[[CallReport], None]
-
-
-@dataclass(slots=True, eq=False)
-class Call:
-    """A call in flight: its key, the new request messages and the chunks with arrival times."""
-
-    log: SessionLog
-    turn: int
-    step: int
-    new_turn: bool
-    started: int
-    new_messages: list[RequestMessage]
-    timed: list[tuple[Chunk, int]] = field(default_factory=list)
-    done: bool = False
-
-    @property
-    def key(self) -> str:
-        """The call key ``turn/step``."""
-        return f"{self.turn}/{self.step}"
-
-    def add(self, chunks: Iterable[Chunk], at: int | None = None) -> None:
-        """Chunks that arrived at ``at`` ms (now when omitted)."""
-        stamp = now_ms() if at is None else at
-        self.timed.extend((chunk, stamp) for chunk in chunks)
-
-    @property
-    def chunks(self) -> list[Chunk]:
-        """The chunks so far."""
-        return [chunk for chunk, _ in self.timed]
-
-    def finish(self) -> CallReport | None:
-        """The call ended with its stream's end marker: write it whole."""
-        return self.log.recorder.end_call(self, None)
-
-    def fail(self, message: str, code: str) -> CallReport | None:
-        """The upstream failed the call (before any chunk, or its stream broke)."""
-        return self.log.recorder.end_call(self, (message, code))
-
-    def abandon(self) -> None:
-        """The recording stopped while the call streamed: nothing of it is written."""
-        self.done = True
-        self.log.recorder.in_flight.discard(self)
+    return json_text(value, separators=(",", ":"), allow_nan=False)
 
 
 class SessionLog:
@@ -190,10 +55,18 @@ class SessionLog:
         self.step = 0
         self.calls = 0
         self.sent: list[Any] = []
+        self.pending: deque[Call] = deque()
+        """Calls opened and not yet written, in request order."""
         self.id = session if session is not None else str(uuid.uuid4())
+        self.size = 0
+        """Bytes written (whole lines only): a failed write is cut back to it."""
         header = {"type": "session", "id": self.id, "createdAt": created_at, "seedLength": 0,
                   "recordedBy": recorder_version()}
-        self._file: IO[str] | None = open(path, "x", encoding="utf-8")  # noqa: SIM115
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise write_error(path, exc, 0) from None
         self._write([_dumps(header)])
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
@@ -208,23 +81,48 @@ class SessionLog:
             self.step = 1
         else:
             self.step += 1
-        return Call(self, self.turn, self.step, new_turn, now_ms(),
+        call = Call(self, self.turn, self.step, new_turn, now_ms(),
                     [m for m in fresh if m.role in ("user", "tool")])
+        self.pending.append(call)
+        return call
 
     def _write(self, lines: list[str]) -> None:
-        if self._file is None:
+        """Append whole lines in one write (unbuffered: on disk as the call ends); a write that
+        fails is cut back to the last whole call and raised as the typed write error."""
+        if self._fd is None:
             return
         redact = self.recorder.redact
-        self._file.write("".join(redact(line) + "\n" for line in lines))
-        self._file.flush()
+        data = memoryview("".join(redact(line) + "\n" for line in lines).encode("utf-8"))
+        try:
+            while data:
+                data = data[os.write(self._fd, data):]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.size)
+            raise write_error(self.path, exc, self.calls) from None
+        self.size = os.lseek(self._fd, 0, os.SEEK_CUR)
 
     def _event(self, kind: str, at: int, data: dict[str, Any]) -> str:
         line = _dumps({"type": kind, "seq": self.seq, "time": at, "data": data})
         self.seq += 1
         return line
 
-    def write_call(self, call: Call, failure: tuple[str, str] | None) -> None:
-        """Append the call's events in one write and flush."""
+    def call_lines(self, call: Call, failure: tuple[str, str] | None) -> list[str]:
+        """The call's events as log lines (ValueError / RecursionError when its content cannot
+        be written as JSON; the seq counter is then as before)."""
+        seq = self.seq
+        try:
+            return self._call_lines(call, failure)
+        except BaseException:
+            self.seq = seq
+            raise
+
+    def write_call(self, lines: list[str]) -> None:
+        """Append one call's lines in one write (InputError RECORD_WRITE when it fails)."""
+        self._write(lines)
+        self.calls += 1
+
+    def _call_lines(self, call: Call, failure: tuple[str, str] | None) -> list[str]:
         where = {"turn": call.turn, "step": call.step}
         lines: list[str] = []
         if call.new_turn:
@@ -249,8 +147,7 @@ class SessionLog:
             text, code = failure
             lines.append(self._event("step/end", ended, {
                 **where, "error": {"message": text, "code": code}}))
-        self._write(lines)
-        self.calls += 1
+        return lines
 
     def _chunk_lines(self, call: Call) -> list[str]:
         timed = call.timed
@@ -290,13 +187,14 @@ class SessionLog:
         return line
 
     def close(self) -> None:
-        """Flush to disk and close."""
-        if self._file is None:
+        """Sync to disk and close (OSError when the sync fails)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        self._file = None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _pack_key(chunk: Chunk) -> tuple[Any, ...] | None:
@@ -325,7 +223,12 @@ class ScenarioRecorder:
     def __init__(self, directory: str | Path, *, pack: bool = False, force: bool = False) -> None:
         self.directory = Path(directory)
         self.pack = pack
-        self.backups = prepare_directory(self.directory, force=force)
+        self._lock = lock_directory(self.directory)
+        try:
+            self.backups = prepare_directory(self.directory, force=force)
+        except BaseException:
+            self._lock.release()
+            raise
         self.redact = Redactor()
         self.sessions: dict[str | None, SessionLog] = {}
         self.in_flight: set[Call] = set()
@@ -334,36 +237,79 @@ class ScenarioRecorder:
         self.problems: list[str] = []
         self.reports: list[CallReport] = []
         self.listeners: list[Listener] = []
+        self.failure: ReplayError | None = None
+        """Why the recording stopped on its own (a write that failed), if it did."""
+        self.failure_listeners: list[FailureListener] = []
         self.closed = False
         self.dropped: list[Call] = []
         """Calls still streaming when the recording stopped (not written)."""
         self._last_created = 0
 
-    def open_call(self, session: str | None, messages: list[RequestMessage]) -> Call:
-        """Start recording one call of ``session`` (its log is created on its first call)."""
+    @property
+    def recording(self) -> bool:
+        """True while calls are recorded (not stopped, not failed)."""
+        return not self.closed and self.failure is None
+
+    def open_call(self, session: str | None, messages: list[RequestMessage]) -> Call | None:
+        """Start recording one call of ``session`` (its log is created on its first call);
+        None when the recording stopped or failed (see ``failure``)."""
+        if not self.recording:
+            return None
         log = self.sessions.get(session)
         if log is None:
             created = max(now_ms(), self._last_created + 1)  # children keep first-call order
             self._last_created = created
             name = PRIMARY_NAME if not self.sessions else child_log_name(len(self.sessions))
-            log = self.sessions[session] = SessionLog(self, self.directory / name, session, created)
+            try:
+                log = SessionLog(self, self.directory / name, session, created)
+            except ReplayError as exc:
+                self._failed(exc)
+                return None
+            self.sessions[session] = log
         call = log.open_call(messages)
         self.in_flight.add(call)
         return call
 
     def end_call(self, call: Call, failure: tuple[str, str] | None) -> CallReport | None:
-        """Write a call that ended (``failure``: the upstream's message and code)."""
-        if call.done or self.closed:
+        """A call ended (``failure``: the upstream's message and code): written now when every
+        earlier call of its session is, else as soon as they are; its report when written."""
+        if call.done or call.ended or self.closed:
             return None
-        call.done = True
+        call.ended = True
+        call.failure = (self.redact(failure[0]), failure[1]) if failure is not None else None
         self.in_flight.discard(call)
+        return self._flush(call.log).get(id(call))
+
+    def _flush(self, log: SessionLog) -> dict[int, CallReport]:
+        """Write the session's ended calls that are next in request order."""
+        written: dict[int, CallReport] = {}
+        while log.pending and log.pending[0].ended and self.failure is None:
+            call = log.pending.popleft()
+            report = self._write_call(call)
+            if report is not None:
+                written[id(call)] = report
+        return written
+
+    def _write_call(self, call: Call) -> CallReport | None:
+        call.done = True
         log = call.log
         index = log.calls
-        if failure is not None:
-            failure = (self.redact(failure[0]), failure[1])
-        if log.primary:  # the sidecar first: a kill between the two writes leaves a bare list
-            self._primary_call(call, failure)  # that still decides every call of the log
-        log.write_call(call, failure)
+        call.timed = list(zip(self.redact.chunks(call.chunks), (at for _, at in call.timed),
+                              strict=True))
+        try:
+            lines = self._lines(call)
+            failure = call.failure
+            if log.primary:  # the sidecar first: a kill between the two writes leaves a bare
+                self._primary_call(call, failure)  # list that still decides every call of the log
+            log.write_call(lines)
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        except Exception as exc:  # noqa: BLE001 - a write that fails stops the recording loudly
+            self._failed(InputError(f"{log.path}: cannot write the recording ({type(exc).__name__}"
+                                    f": {exc}); the recording stopped.", file=str(log.path),
+                                    code=RECORD_WRITE))
+            return None
         problem = None
         if not log.primary and failure is not None:
             problem = (f"{log.path}: call #{index} (model call {call.key}) of child session "
@@ -385,6 +331,28 @@ class ScenarioRecorder:
             listener(report)
         return report
 
+    def _lines(self, call: Call) -> list[str]:
+        """The call's log lines; an answer that cannot be written as JSON (a number that is not
+        finite, nesting too deep) is recorded as the failure it is, without its chunks."""
+        try:
+            return call.log.call_lines(call, call.failure)
+        except (ValueError, RecursionError) as exc:
+            call.failure = (f"the recorder could not write the upstream's answer as JSON "
+                            f"({type(exc).__name__}: {str(exc)[:200]})", INVALID_RESPONSE)
+            call.timed = []
+        try:
+            return call.log.call_lines(call, call.failure)
+        except (ValueError, RecursionError):
+            call.new_messages = []  # the request's own content cannot be written either
+            return call.log.call_lines(call, call.failure)
+
+    def _failed(self, error: ReplayError) -> None:
+        if self.failure is not None:
+            return
+        self.failure = error
+        for listener in self.failure_listeners:
+            listener(error)
+
     def _primary_call(self, call: Call, failure: tuple[str, str] | None) -> None:
         if failure is None:
             self.primary_entries.append({"kind": "chunks", "chunks": call.chunks})
@@ -392,27 +360,56 @@ class ScenarioRecorder:
             self.primary_failed = True
             self.primary_entries.append({"kind": "throw", "chunks": call.chunks,
                                          "message": failure[0] or "upstream failure",
-                                         "code": failure[1]})
+                                         "code": failure[1] or "SERVER"})
         if self.primary_failed:
-            self.write_sidecar()
+            try:
+                self.write_sidecar()
+            except BaseException:
+                self.primary_entries.pop()
+                raise
 
     def write_sidecar(self) -> Path:
         """``replay.override.json`` as the bare list of every primary call, atomically, in the
-        form ``dsh-replay override`` writes (validated first)."""
+        form ``dsh-replay override`` writes (validated first; InputError RECORD_WRITE when it
+        cannot be written)."""
         path = self.directory / SIDECAR_NAME
         validate_sidecar(self.primary_entries, str(path))
-        text = json.dumps(self.primary_entries, indent=2, ensure_ascii=False) + "\n"
-        atomic_write(path, self.redact(text).encode("utf-8"))
+        text = render_document(self.primary_entries)
+        try:
+            atomic_write(path, self.redact(text).encode("utf-8"))
+        except OSError as exc:
+            raise write_error(path, exc, len(self.primary_entries) - 1) from None
         return path
 
     def close(self) -> list[Call]:
-        """Finish the recording: drop calls still streaming, flush and close every log;
-        returns the dropped calls."""
-        dropped = list(self.in_flight)
+        """Finish the recording: write what ended, drop calls still streaming (one with ended
+        calls behind it is written as stopped, so theirs stay their slots), sync and close
+        every log, release the directory; returns the dropped calls."""
+        if self.closed:
+            return []
+        dropped: list[Call] = []
+        for log in self.sessions.values():
+            pending = list(log.pending)
+            last = max((i for i, c in enumerate(pending) if c.ended), default=-1)
+            for i, call in enumerate(pending):
+                if call.ended:
+                    continue
+                if i < last and self.failure is None:
+                    self.in_flight.discard(call)
+                    call.ended = True
+                    call.failure = ("the recording stopped while this call was still streaming",
+                                    STOPPED)
+                else:
+                    dropped.append(call)
+            self._flush(log)
         for call in dropped:
             call.abandon()
         self.dropped.extend(dropped)
         self.closed = True
         for log in self.sessions.values():
-            log.close()
+            try:
+                log.close()
+            except OSError as exc:
+                self._failed(write_error(log.path, exc, log.calls))
+        self._lock.release()
         return dropped

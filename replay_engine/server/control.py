@@ -13,6 +13,7 @@ from starlette.responses import Response
 from ..engine import diff_scripts
 from ..errors import ReplayError
 from ..models import SessionScript
+from ..safe_text import shown
 from ..scenario.loading import Scenario
 from ..wire.jsonbytes import JSONResponse
 from ..wire.openai_chat import error_body
@@ -69,7 +70,7 @@ class Catalog:
                 return JSONResponse(model)
         known = ", ".join(m["id"] for m in self._model_list())
         return JSONResponse(
-            error_body(f"model {wanted!r} is not in the catalog; it offers: {known}",
+            error_body(f"model {shown(wanted)} is not in the catalog; it offers: {known}",
                        "MODEL_NOT_FOUND"), status_code=404, headers=self.served.no_retry)
 
     def table(self) -> list[tuple[str, Endpoint, list[str]]]:
@@ -117,7 +118,7 @@ class Control:
         """``DELETE /runs/{run}``: drop the run's bindings, cursors and journal altogether."""
         run = self.served.run(request)
         if not self.engine.forget(run):
-            return JSONResponse({"ok": False, "error": f"no run {run!r}"}, status_code=404)
+            return JSONResponse({"ok": False, "error": f"no run {shown(run)}"}, status_code=404)
         return JSONResponse({"ok": True})
 
     async def cancel(self, request: Request) -> Response:
@@ -139,7 +140,7 @@ class Control:
             session = session_field(body)
             how = body.get("how", "chunk")
             if how not in ("chunk", "call", "continue"):
-                raise BadRequest(400, f"how must be chunk, call or continue, got {how!r}",
+                raise BadRequest(400, f"how must be chunk, call or continue, got {shown(how)}",
                                  "INVALID_REQUEST")
         except BadRequest as bad:
             return bad.response()
@@ -162,12 +163,12 @@ class Control:
             body = await read_json_body(request)
             mode = body.get("mode")
             if mode not in ("run", "call", "chunk"):
-                raise BadRequest(400, f"mode must be run, call or chunk, got {mode!r}",
+                raise BadRequest(400, f"mode must be run, call or chunk, got {shown(mode)}",
                                  "INVALID_REQUEST")
         except BadRequest as bad:
             return bad.response()
         step_mode: Literal["run", "call", "chunk"] = mode
-        self.engine.set_mode(step_mode)
+        self.engine.set_mode(step_mode, run=self.served.run(request))
         return JSONResponse({"ok": True, "mode": step_mode})
 
     async def reload(self, request: Request) -> Response:

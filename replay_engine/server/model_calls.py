@@ -9,11 +9,12 @@ shape with ``x-should-retry: false`` unless SDK retries are allowed; retries are
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from ..errors import ReplayError
 from ..wire.dialect import Dialect
+from ..wire.jsonbytes import JSONResponse
 from .calls import CallCompletion, CallStream
 from .preamble import is_retry, request_session
 from .request_body import read_json_body

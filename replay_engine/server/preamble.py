@@ -7,6 +7,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from ..safe_text import shown
 from .request_body import BadRequest, session_field
 
 NO_RETRY = {"x-should-retry": "false"}
@@ -37,7 +38,7 @@ def request_session(request: Request, body: dict[str, Any] | None = None) -> str
         given.append(("the sessionId body field", session_field(body)))
     values = {value for _, value in given}
     if len(values) > 1:
-        said = ", ".join(f"{where} says {value!r}" for where, value in given)
+        said = ", ".join(f"{where} says {shown(value)}" for where, value in given)
         raise BadRequest(400, f"the session id is given twice and disagrees: {said}; send it "
                          "once, or the same in each place", "SESSION_MISMATCH")
     return given[0][1] if given else None

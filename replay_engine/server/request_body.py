@@ -20,9 +20,18 @@ from ..errors import (
     BadRequest,
     ClientGone,
 )
-from ..jsonlimits import DEPTH_PROBLEM, too_deep
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    SURROGATE_ESCAPE,
+    NonFiniteNumber,
+    loads_strict,
+    non_finite_problem,
+    too_deep,
+)
+from ..safe_text import shown
 
-__all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "read_json_body", "session_field"]
+__all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "parse_json_body", "read_body",
+           "read_json_body", "session_field"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Request bodies larger than this answer 413."""
@@ -32,11 +41,11 @@ BODY_TIMEOUT_S = 30.0
 _decode = msgspec.json.Decoder().decode
 
 
-async def read_json_body(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object ({} when empty).
+async def read_body(request: Request) -> bytes:
+    """The request body's bytes, within the size cap and the body deadline.
 
-    Raises BadRequest when the body is too big or malformed, ClientGone when the client
-    left before sending all of it.
+    Raises BadRequest (413, 408) when the body is too big or too slow, ClientGone when the
+    client left before sending all of it.
     """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -57,7 +66,13 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     except TimeoutError:
         raise BadRequest(408, f"the request body did not arrive within {BODY_TIMEOUT_S:g} s; "
                          "send it at once", BODY_TIMEOUT) from None
-    raw = b"".join(parts)
+    return b"".join(parts)
+
+
+def parse_json_body(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object ({} when empty), read by the rules of the logs: nested
+    at most ``MAX_JSON_DEPTH`` deep, numbers finite, lone surrogate escapes kept; else
+    BadRequest (400)."""
     if not raw.strip():
         return {}
     if too_deep(raw):
@@ -67,17 +82,37 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     except RecursionError:
         raise BadRequest(400, f"request body is {DEPTH_PROBLEM}", INVALID_JSON) from None
     except msgspec.DecodeError as exc:
-        raise BadRequest(400, f"request body is not valid JSON ({exc}); send one JSON object",
-                         INVALID_JSON) from None
+        value = _lenient(raw, exc)
     if not isinstance(value, dict):
         raise BadRequest(400, f"request body must be a JSON object, got {type(value).__name__}",
                          INVALID_REQUEST)
     return value
 
 
+def _lenient(raw: bytes, exc: msgspec.DecodeError) -> Any:
+    """A body msgspec refused: decoded again when a lone surrogate escape is why (which
+    ``JSON.parse``, and so the logs, accept); else the refusal."""
+    problem = str(exc)
+    if SURROGATE_ESCAPE.search(raw):
+        try:
+            return loads_strict(raw.decode("utf-8"))
+        except NonFiniteNumber as bad:
+            problem = non_finite_problem(bad.literal)
+        except ValueError as bad:  # UnicodeDecodeError and JSONDecodeError among them
+            problem = str(bad)
+    raise BadRequest(400, f"request body is not valid JSON ({problem}); send one JSON object",
+                     INVALID_JSON)
+
+
+async def read_json_body(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object ({} when empty): ``read_body`` then
+    ``parse_json_body`` (BadRequest, ClientGone)."""
+    return parse_json_body(await read_body(request))
+
+
 def session_field(body: dict[str, Any]) -> str | None:
     """The body's ``sessionId`` (None when absent); BadRequest when it is not a string."""
     value = body.get("sessionId")
     if value is not None and not isinstance(value, str):
-        raise BadRequest(400, f"sessionId must be a string, got {value!r}", INVALID_REQUEST)
+        raise BadRequest(400, f"sessionId must be a string, got {shown(value)}", INVALID_REQUEST)
     return value

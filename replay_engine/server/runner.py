@@ -23,6 +23,7 @@ from ..engine import Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from .app import create_app, served_by, set_app_scenario
+from .frontdoor import http_protocol
 from .guard import RequestGuard
 from .served import ScenarioSource
 
@@ -32,64 +33,10 @@ its previous answer) is closed: slow clients cannot hold sockets open for ever."
 KEEP_ALIVE_S = 5
 """An idle keep-alive connection is closed after this many seconds."""
 MAX_CONNECTIONS = 1000
-"""Connections (and requests in flight) beyond this many are answered 503 at once."""
+"""At this many connections the one idle the longest is closed for a newcomer; when none is
+idle, requests beyond the cap are answered 503 (JSON) at once."""
 MAX_HEAD_BYTES = 64 * 1024
 """Largest request head (request line and headers) the h11 parser buffers."""
-
-
-def _timed_protocol(base: type[asyncio.Protocol], timeout: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol ``base`` with a deadline of ``timeout`` seconds on reading each
-    request head (uvicorn has none: a client sending one header byte at a time keeps its
-    socket for ever)."""
-
-    class TimedHead(base):  # type: ignore[valid-type,misc]
-        _head_timer: asyncio.TimerHandle | None = None
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._head_timer = self.loop.call_later(timeout, self._head_expired)
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_expired(self) -> None:
-            self._head_timer = None
-            cycle = self.cycle
-            if (cycle is None or cycle.response_complete) and not self.transport.is_closing():
-                self.transport.close()
-
-        def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_complete:
-                self._disarm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return TimedHead
-
-
-def _http_protocol(timeout: float) -> type[asyncio.Protocol]:
-    """httptools' protocol when installed (faster), else h11's, with the head deadline."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-        return _timed_protocol(HttpToolsProtocol, timeout)
-    except ImportError:
-        from uvicorn.protocols.http.h11_impl import H11Protocol
-        return _timed_protocol(H11Protocol, timeout)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -123,8 +70,8 @@ def socket_url(host: str, sock: socket.socket) -> str:
 
 class EmbeddedUvicorn:
     """uvicorn serving one ASGI app on a bound socket as a task of the running loop, with the
-    slow-client limits (head deadline, keep-alive, connection cap); shared by the replay
-    server and the recorder."""
+    front door's limits (head deadline, keep-alive, idle-first connection cap, JSON refusals:
+    ``frontdoor``); shared by the replay server and the recorder."""
 
     def __init__(self, app: ASGIApp, *, graceful_s: int = 3,
                  header_timeout: float = HEADER_TIMEOUT_S,
@@ -132,8 +79,8 @@ class EmbeddedUvicorn:
         self.config = uvicorn.Config(
             app, log_config=None, log_level="warning", access_log=False, lifespan="off",
             ws="none", timeout_graceful_shutdown=graceful_s, server_header=False,
-            http=_http_protocol(header_timeout), timeout_keep_alive=KEEP_ALIVE_S,
-            limit_concurrency=max_connections, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            http=http_protocol(header_timeout, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
+            limit_concurrency=None, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()

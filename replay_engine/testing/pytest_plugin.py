@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -132,6 +132,9 @@ class ScenarioRun:
         """The engine serving the scenario (None while recording or in the debugger)."""
         self.debugger: Debugger | None = None
         """The debugger process (with ``--dsh-replay-debug``)."""
+        self.ready_dir: Path | None = None
+        """Where this test's relative hang readyFiles are created (a directory of the test's
+        own ``tmp_path``; None while recording or in the debugger, which has its own)."""
         self._refused: list[RefusedCall] = []
         self._unsubscribe: Any = None
         self._recording: Hosted | None = None
@@ -155,7 +158,8 @@ class ScenarioRun:
 
     # -- lifecycle, driven by the plugin ---------------------------------------------------
 
-    def start(self, pool: ServerPool, settings: Settings, nodeid: str) -> None:
+    def start(self, pool: ServerPool, settings: Settings, nodeid: str,
+              ready_dir: Callable[[], Path]) -> None:
         if self.mode == "record":
             assert settings.upstream is not None
             from .servers import holds_scenario
@@ -171,15 +175,15 @@ class ScenarioRun:
             self.url = self.debugger.wait_for_url()
             self.run = DEFAULT_RUN
         else:
-            self._start_replay(pool, run_id(nodeid))
+            self._start_replay(pool, run_id(nodeid), ready_dir())
 
-    def _start_replay(self, pool: ServerPool, run: str) -> None:
+    def _start_replay(self, pool: ServerPool, run: str, ready_dir: Path) -> None:
         from ..engine import events as ev
         from .diagnosis import RefusedCall
 
         server = pool.server(self.scenario)
         engine = self.engine = server.engine
-        self.url, self.run = server.url, run
+        self.url, self.run, self.ready_dir = server.url, run, ready_dir
         refused = self._refused
 
         def observe(event: EngineEvent) -> None:
@@ -189,6 +193,7 @@ class ScenarioRun:
 
         def begin() -> Any:
             engine.forget(run)  # a rerun of the same test starts from a fresh run
+            engine.set_ready_dir(run, ready_dir)
             return engine.subscribe(observe, chunks=False)
 
         self._unsubscribe = pool.loop.call(begin)
@@ -293,7 +298,7 @@ class DshReplay:
         run = ScenarioRun(self, directory, mode, consumed=consumed)
         self._runs[directory] = run
         try:
-            run.start(pool, settings, self._request.node.nodeid)
+            run.start(pool, settings, self._request.node.nodeid, self._ready_dir)
         except Exception as exc:
             del self._runs[directory]
             run.finish(pool)
@@ -301,6 +306,12 @@ class DshReplay:
         if len(self._runs) == 1:
             self._point_clients(run)
         return run
+
+    def _ready_dir(self) -> Path:
+        """The test's own directory for hang readyFiles (made in its ``tmp_path``)."""
+        directory: Path = self._request.getfixturevalue("tmp_path") / "dsh-replay-ready"
+        directory.mkdir(exist_ok=True)
+        return directory
 
     def _start_failure(self, directory: Path, exc: Exception) -> str:
         from ..errors import ReplayError
@@ -372,6 +383,11 @@ class DshReplay:
     def run(self) -> str | None:
         """The run id of this test."""
         return self.primary.run
+
+    @property
+    def ready_dir(self) -> Path | None:
+        """Where the primary scenario's relative hang readyFiles are created for this test."""
+        return self.primary.ready_dir
 
     @property
     def debugger(self) -> Debugger | None:

@@ -228,14 +228,12 @@ async def test_remove_patch_keeps_backup(root: Path) -> None:
     async with app.run_test(size=(180, 50)) as pilot:
         screen = await opened(app, pilot)
         await pilot.click("#oe-remove")
-        await pilot.pause()
-        assert "call 1 is not patched" in text_of(screen, "#oe-status")
+        await until(pilot, lambda: "call 1 is not patched" in text_of(screen, "#oe-status"))
         screen.query_one("#oe-index", Input).value = "0"
-        await pilot.pause()
-        assert screen.index == 0
+        await until(pilot, lambda: screen.index == 0)
         await pilot.click("#oe-remove")
-        await pilot.pause()
-        assert "call #0: patch removed." in text_of(screen, "#oe-status")
+        # the press is a queued message: wait for its answer rather than for one idle frame
+        await until(pilot, lambda: "call #0: patch removed." in text_of(screen, "#oe-status"))
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
     assert (root / SIDE).read_bytes() == b'{\n  "patches": []\n}\n'

@@ -286,6 +286,47 @@ def test_xdist_workers_and_tests_each_replay_in_their_own_run(project: pytest.Py
     assert len({s["run"] for s in seen}) == 6
 
 
+def test_hang_ready_files_go_to_each_tests_own_directory(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makepyfile(test_hangs='''
+        import threading
+        import time
+        import httpx
+        import openai
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/hang")
+        @pytest.mark.parametrize("n", range(4))
+        def test_hang_then_cancel(dsh_replay, tmp_path, n):
+            client = openai.OpenAI(base_url=dsh_replay.base_url, api_key="k", max_retries=0)
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
+            errors = []
+
+            def hang():
+                try:
+                    client.chat.completions.create(model="m", stream=False,
+                                                   messages=[{"role": "user", "content": "b"}])
+                except openai.APIError as exc:
+                    errors.append(exc)
+
+            waiter = threading.Thread(target=hang)
+            waiter.start()
+            marker = dsh_replay.ready_dir / "hang-ready.marker"
+            assert dsh_replay.ready_dir.parent == tmp_path
+            deadline = time.monotonic() + 30
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the hang never made its marker"
+                time.sleep(0.01)
+            httpx.post(dsh_replay.base_url[:-len("/v1")] + "/replay/v1/cancel", json={})
+            waiter.join(30)
+            assert errors and not waiter.is_alive()
+    ''')
+    result = run(project, *XDIST, "-n", "2")
+    result.assert_outcomes(passed=4)
+    assert not list(project.path.glob("*.marker"))  # none in the shared working directory
+
+
 def test_record_options_are_checked(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(*PLUGIN, "--dsh-replay-record=all", timeout=60)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

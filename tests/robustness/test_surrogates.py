@@ -109,3 +109,71 @@ async def test_reload_onto_a_surrogate_sidecar_serves_it(scenario: Path) -> None
             r = await http.post("/v1/chat/completions", json={
                 "model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]})
             assert r.status_code == 200 and "\ud83d" in "".join(_texts(r.json())), r.text
+
+
+CONTROL_POSTS = ["/replay/v1/assert-consumed", "/replay/v1/reset", "/replay/v1/cancel",
+                 "/replay/v1/step", "/replay/v1/pause", "/replay/v1/mode", "/replay/v1/reload"]
+
+
+@pytest.mark.anyio
+async def test_a_request_with_a_lone_surrogate_is_read_as_the_logs_read_it(scenario: Path) -> None:
+    """The body follows the log rules: the escape is accepted, on every route, never a 400
+    INVALID_JSON; the engine sees the surrogate itself."""
+    _sidecar(scenario, len(ROUTES))
+    lone = b'"say \\ud83d"'
+    async with serve_scenario(scenario) as server, httpx.AsyncClient(base_url=server.url) as http:
+        for path, stream in ROUTES:
+            if path == "/v1/responses":
+                body = b'{"model":"m","input":' + lone
+            else:
+                body = b'{"model":"m","max_tokens":10,"messages":[{"role":"user","content":' \
+                       + lone + b'}]'
+            if stream is not None:
+                body += b',"stream":' + (b"true" if stream else b"false")
+            r = await http.post(path, content=body + b"}",
+                                headers={"content-type": "application/json"})
+            assert r.status_code == 200, (path, stream, r.text)
+        records = server.engine.journal()
+        assert len(records) == len(ROUTES)
+        for path in CONTROL_POSTS:
+            r = await http.post(path, content=b'{"note":' + lone + b'}',
+                                headers={"content-type": "application/json"})
+            assert "INVALID_JSON" not in r.text, (path, r.text)
+            assert r.status_code < 500, (path, r.text)
+        r = await http.post("/replay/v1/mode", content=b'{"mode":' + lone + b'}')
+        assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_REQUEST", r.text
+        assert "\\ud83d" in r.json()["error"]["message"]  # named as its escape
+        r.content.decode("utf-8")
+
+
+@pytest.mark.anyio
+async def test_a_lone_surrogate_beside_bad_json_or_a_non_finite_number_is_still_refused(
+        scenario: Path) -> None:
+    async with serve_scenario(scenario) as server, httpx.AsyncClient(base_url=server.url) as http:
+        for body, said in [(b'{"a":"\\ud83d",}', "not valid JSON"),
+                           (b'{"a":"\\ud83d","b":1e999}', "not finite"),
+                           (b'{"a":"\\ud83d","b":NaN}', "NaN is not JSON"),
+                           (b'{"b":1e999}', "not valid JSON")]:
+            r = await http.post("/v1/chat/completions", content=body)
+            assert r.status_code == 400, (body, r.text)
+            assert r.json()["error"]["code"] == "INVALID_JSON"
+            assert said in r.json()["error"]["message"], r.text
+        assert server.engine.journal() == []
+
+
+@pytest.mark.anyio
+async def test_a_throw_whose_message_and_code_hold_a_surrogate_loads_and_is_served(
+        scenario: Path) -> None:
+    (scenario / SIDE).write_text(json.dumps([
+        {"kind": "throw", "chunks": [], "message": TEXT, "code": "E\ud83d"}] * 3),
+        encoding="utf-8")
+    result = cli("validate", str(scenario))
+    assert result.returncode == 0, result.stdout
+    async with serve_scenario(scenario) as server, httpx.AsyncClient(base_url=server.url) as http:
+        for path in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
+            body = {"model": "m", "max_tokens": 5, "stream": False,
+                    "messages": [{"role": "user", "content": "hi"}], "input": "hi"}
+            r = await http.post(path, json=body)
+            assert 400 <= r.status_code < 600, (path, r.text)
+            r.content.decode("utf-8")
+            assert TEXT in _texts(r.json()), (path, r.text)

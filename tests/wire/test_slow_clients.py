@@ -1,8 +1,10 @@
 """Slow and numerous clients: a request head or body that never completes is cut off, and
-connections beyond the cap are answered 503 at once instead of piling up."""
+at the connection cap the connection idle the longest makes room for a newcomer, and only
+when every one is busy is a request answered 503 (JSON) at once instead of piling up."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -74,18 +76,89 @@ async def test_a_request_body_that_never_ends_answers_408(
         assert server.engine.mode == "run"
 
 
-async def test_connections_beyond_the_cap_are_answered_503(tmp_path: Path) -> None:
+async def _busy(url: str) -> SocketStream:
+    """A connection with a request in flight: its head sent, its body still to come."""
+    stream = await _connect(url)
+    await stream.send(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+    return stream
+
+
+async def _kept_alive(url: str) -> SocketStream:
+    """A keep-alive connection that had one answer and now sits idle."""
+    stream = await _connect(url)
+    await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    with anyio.fail_after(10):
+        while not got.endswith(b'{"status":"ok"}'):
+            got += await stream.receive()
+    return stream
+
+
+async def test_at_the_cap_idle_connections_make_room_and_busy_ones_get_a_json_503(
+        tmp_path: Path) -> None:
     async with ReplayServer(_engine(tmp_path), max_connections=4) as server:
-        idle = [await _connect(server.url) for _ in range(4)]
+        idle = [await _connect(server.url) for _ in range(2)] + [
+            await _kept_alive(server.url) for _ in range(2)]
+        newcomers = [await _kept_alive(server.url) for _ in range(2)]  # each is served
+        for stream in idle[:2]:  # by closing the connection idle the longest
+            assert await _read_until_closed(stream, 2) == b""
+        still = idle[2]
+        await still.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        with anyio.fail_after(10):
+            assert b"200 OK" in await still.receive()
+        for stream in idle + newcomers:
+            await stream.aclose()
+        busy = [await _busy(server.url) for _ in range(4)]
         try:
             async with httpx.AsyncClient() as client:
-                with anyio.fail_after(10):  # the server counts the idle ones once accepted
-                    while (await client.get(server.url + "/healthz")).status_code != 503:
+                with anyio.fail_after(10):  # the server counts the busy ones once accepted
+                    while (answer := await client.get(server.url + "/healthz")).status_code \
+                            != 503:
                         await anyio.sleep(0.01)
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.json()["error"]["code"] == "TOO_MANY_CONNECTIONS"
         finally:
-            for stream in idle:
+            for stream in busy:
                 await stream.aclose()
         async with httpx.AsyncClient() as client:
             with anyio.fail_after(10):
                 while (await client.get(server.url + "/healthz")).status_code != 200:
                     await anyio.sleep(0.01)
+
+
+async def test_a_thousand_idle_keep_alive_connections_do_not_lock_newcomers_out(
+        tmp_path: Path) -> None:
+    async with ReplayServer(_engine(tmp_path)) as server:
+        idle = [await _kept_alive(server.url) for _ in range(1000)]
+        try:
+            async with httpx.AsyncClient() as client:
+                for _ in range(20):
+                    answer = await client.get(server.url + "/healthz",
+                                              headers={"connection": "close"})
+                    assert answer.status_code == 200, answer.text
+        finally:
+            for stream in idle:
+                await stream.aclose()
+
+
+async def test_a_malformed_request_is_answered_in_json(tmp_path: Path) -> None:
+    async with ReplayServer(_engine(tmp_path)) as server:
+        async with await _connect(server.url) as stream:
+            await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n")
+            answer = await _read_until_closed(stream)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"content-type: application/json" in head
+    assert json.loads(body)["error"]["code"] == "MALFORMED_HTTP"
+
+
+async def test_an_app_that_fails_still_answers_json(tmp_path: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    async def broken(scope: object, receive: object, send: object) -> None:
+        raise RuntimeError("boom")
+
+    async with ReplayServer(_engine(tmp_path), app=broken) as server:
+        async with httpx.AsyncClient() as client:
+            answer = await client.get(server.url + "/healthz")
+    assert answer.status_code == 500 and answer.json()["error"]["code"] == "INTERNAL"
+    assert any("boom" in str(r.exc_info) for r in caplog.records)  # still logged, loudly

@@ -1,0 +1,162 @@
+"""Whatever the upstream answers, the client gets exactly its bytes and the log gets the call
+or the failure it was; lone surrogates anywhere are written as escapes; request bodies the
+replay server would refuse are refused the same way before anything is forwarded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay_engine.record import record_scenario
+from replay_engine.scenario.loading import load_scenario
+from tests.record.fakeupstream import (
+    Answer,
+    FakeUpstream,
+    chunk,
+    deep,
+    json_body,
+    named_sse,
+    sse,
+    text_answer,
+)
+from tests.record.recordcheck import assert_valid, logged_calls, no_tracebacks, post
+
+pytestmark = pytest.mark.anyio
+__all__ = ["no_tracebacks"]
+
+CHAT = "/v1/chat/completions"
+ASK = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+TOOL = {"name": "f", "arguments": "{}"}
+COMPLETION = {"object": "chat.completion", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
+STOP = chunk({}, "stop")
+
+CASES: list[tuple[str, str, Answer, str | None]] = [
+    ("choices-5", CHAT, sse([{"choices": 5}, chunk({"content": "ok"}), STOP]), None),
+    ("tool-calls-5", CHAT, sse([chunk({"tool_calls": 5}), STOP]), None),
+    ("function-string", CHAT, sse([chunk({"tool_calls": [
+        {"index": 0, "id": "t", "function": "x"}]}), STOP]), None),
+    ("index-list", CHAT, sse([chunk({"tool_calls": [
+        {"index": [1], "id": "t", "function": TOOL}]}), STOP]), None),
+    ("delta-list", CHAT, sse([{"choices": [{"delta": [1], "finish_reason": [2]}]}, STOP]), None),
+    ("usage-nan", CHAT, sse(['{"choices":[],"usage":{"prompt_tokens":NaN,'
+                             '"completion_tokens":1e999}}', STOP]), None),
+    ("deep-event", CHAT, sse([deep(5000)]), "INVALID_RESPONSE"),
+    ("not-json-event", CHAT, sse(["{not json"]), "INVALID_RESPONSE"),
+    ("binary-event", CHAT, Answer(200, {"content-type": "text/event-stream"},
+                                  b"data: \xff\xfe\x00\n\n"), "INVALID_RESPONSE"),
+    ("bad-gzip-stream", CHAT, Answer(200, {"content-type": "text/event-stream",
+                                           "content-encoding": "gzip"}, b"not gzip"),
+     "INVALID_RESPONSE"),
+    ("brotli-stream", CHAT, Answer(200, {"content-type": "text/event-stream",
+                                         "content-encoding": "br"}, b"\x0b\x02"),
+     "INVALID_RESPONSE"),
+    ("completion-choices-5", CHAT, json_body({"choices": 5}), "INVALID_RESPONSE"),
+    ("completion-choice-5", CHAT, json_body({"choices": [5]}), None),
+    ("completion-function-x", CHAT, json_body({"choices": [{"message": {
+        "tool_calls": [{"id": "t", "function": "x"}, 7]}}]}), None),
+    ("completion-deep", CHAT, json_body(None, raw=deep(5000).encode()), "INVALID_RESPONSE"),
+    ("completion-gzip", CHAT, json_body(COMPLETION, gzipped=True), None),
+    ("completion-bad-gzip", CHAT, Answer(200, {"content-type": "application/json",
+                                               "content-encoding": "gzip"}, b"zzz"),
+     "INVALID_RESPONSE"),
+    ("completion-empty", CHAT, Answer(200, {}, b""), "INVALID_RESPONSE"),
+    ("error-deep", CHAT, json_body(None, 500, raw=deep(5000).encode()), "SERVER"),
+    ("error-bad-gzip", CHAT, Answer(503, {"content-encoding": "gzip"}, b"zzz"), "HTTP_503"),
+    ("error-list", CHAT, json_body([1, 2], 429), "RATE_LIMIT"),
+    ("error-message-5", CHAT, json_body({"error": {"message": 5}}, 400), "INVALID_REQUEST"),
+    ("anthropic-index-list", "/v1/messages", named_sse([
+        ("message_start", {"type": "message_start", "message": {"usage": [1]}}),
+        ("content_block_start", {"type": "content_block_start", "index": [0],
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": [0],
+                                 "delta": {"type": "text_delta", "text": 5}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": {"a": 1}}),
+        ("message_delta", {"type": "message_delta", "delta": 5, "usage": "x"}),
+        ("message_stop", {"type": "message_stop"})]), None),
+    ("anthropic-type-list", "/v1/messages", named_sse([
+        ("x", {"type": ["error"]}), ("message_stop", {"type": "message_stop"})]), None),
+    ("anthropic-error-5", "/v1/messages", named_sse([("error", {"type": "error", "error": 5})]),
+     "SERVER"),
+    ("anthropic-message-5", "/v1/messages", json_body({"type": "message", "content": 5}), None),
+    ("responses-index-dict", "/v1/responses", named_sse([
+        ("a", {"type": "response.output_item.added", "output_index": {"k": [1]},
+               "item": {"type": "message"}}),
+        ("b", {"type": "response.output_text.delta", "output_index": {"k": [1]}, "delta": 5}),
+        ("c", {"type": "response.output_item.done", "output_index": {"k": [1]}, "item": 5}),
+        ("d", {"type": "response.completed", "response": {"usage": 5}})]), None),
+    ("responses-type-list", "/v1/responses", named_sse([
+        ("a", {"type": [1]}), ("d", {"type": "response.failed", "response": {"error": 5}})]),
+     None),
+    ("responses-output-5", "/v1/responses", json_body({"object": "response", "output": 5,
+                                                       "status": [1]}), None),
+]
+
+
+@pytest.mark.parametrize(("path", "answer", "code"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+async def test_a_malformed_answer_reaches_the_client_whole_and_the_log_gets_the_call(
+        tmp_path: Path, no_tracebacks: Any, path: str, answer: Answer, code: str | None) -> None:
+    body = {**ASK, "stream": "event-stream" in answer.headers.get("content-type", "")}
+    async with FakeUpstream([answer]) as upstream:
+        async with record_scenario(tmp_path / "rec", upstream.url) as rec:
+            got = await post(rec.url + path, body)
+    assert (got.status, got.body, got.whole) == (answer.status, answer.sent_body, True)
+    (report,) = rec.reports
+    assert report.code == code, report
+    (call,) = logged_calls(tmp_path / "rec")
+    assert call.code == code
+    assert_valid(tmp_path / "rec")
+    if code is not None:
+        decided = json.loads((tmp_path / "rec" / "replay.override.json").read_text())
+        assert [e["kind"] for e in decided] == ["throw"] and decided[0]["code"] == code
+
+
+async def test_lone_surrogates_in_text_requests_and_errors_lose_no_call(
+        tmp_path: Path, no_tracebacks: Any) -> None:
+    lone = '"half \\ud83d of a pair"'
+    answers = [sse(['{"choices":[{"delta":{"content":' + lone + '}}]}', STOP]),
+               text_answer("plain"),
+               json_body(None, 429, raw=b'{"error":{"message":' + lone.encode() + b'}}'),
+               *(text_answer(f"after {n}") for n in range(4))]
+    target = tmp_path / "rec"
+    async with FakeUpstream(answers) as upstream:
+        async with record_scenario(target, upstream.url) as rec:
+            statuses = []
+            for n in range(7):
+                content = lone if n == 1 else f'"call {n}"'
+                request = ('{"model":"m","stream":true,"messages":[{"role":"user","content":'
+                           + content + '}]}').encode()
+                statuses.append((await post(rec.url + CHAT, request)).status)
+    assert statuses == [200, 200, 429, 200, 200, 200, 200]
+    assert [r.code for r in rec.reports] == [None, None, "RATE_LIMIT", None, None, None, None]
+    assert len(logged_calls(target)) == 7
+    assert_valid(target)
+    text = (target / "session.jsonl").read_text(encoding="utf-8")
+    assert text.count("\\ud83d") == 5  # the delta, its block-end and message, request, error
+    (script,) = load_scenario(target).scripts
+    entries = [item.to_json() for item in script.entries]
+    assert len(entries) == 7
+    assert entries[0]["chunks"][1]["text"] == "half \ud83d of a pair"
+    assert entries[2] == {"kind": "throw", "chunks": [], "message": "half \ud83d of a pair",
+                          "code": "RATE_LIMIT"}
+
+
+@pytest.mark.parametrize("body", [deep(5000).encode(), b'{"messages":[],"t":1e999}',
+                                  b'{"messages":[],"t":NaN}', b'{"messages":[],}', b"[1]"],
+                         ids=["deep", "overflow", "nan", "bad-json", "not-an-object"])
+async def test_a_request_the_replay_server_would_refuse_is_refused_before_forwarding(
+        tmp_path: Path, no_tracebacks: Any, body: bytes) -> None:
+    async with FakeUpstream([text_answer("ok")]) as upstream:
+        async with record_scenario(tmp_path / "rec", upstream.url) as rec:
+            got = await post(rec.url + CHAT, body)
+            assert got.status == 400, got.body
+            error = got.json()["error"]
+            assert error["code"] in ("INVALID_JSON", "INVALID_REQUEST")
+            assert upstream.requests == [] and rec.reports == []
+            assert (await post(rec.url + CHAT, ASK)).status == 200
+    assert [r.index for r in rec.reports] == [0]
+    assert_valid(tmp_path / "rec")

@@ -6,14 +6,16 @@ request's new messages with these, so a diverging agent shows where it left the 
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from .models import SessionScript
+from .models import ChunksEntry, ScriptEntry, SessionScript
 
 CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
 MAX_CONTEXT_LINES = 20_000
@@ -41,15 +43,23 @@ def content_text(content: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
-    """One message: its role and text."""
+    """One message: its role, text and, for a tool result, the tool call it answers."""
 
     role: str
     text: str
+    call_id: str | None = None
+
+
+def _answered(item: ScriptEntry) -> bool:
+    """Whether a recorded call gave the agent an answer (an assistant turn it builds on)."""
+    return isinstance(item.entry, ChunksEntry)
 
 
 def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | None:
-    """The log lines between the previous call and this one (None for sidecar entries).
+    """The log lines holding what call ``call_index`` answered (None for sidecar entries).
 
+    They run from the last call before it that was answered (a recorded failure or a hang
+    gave the agent nothing, so its retry still carries the same messages) to the call.
     ``call_index`` at or past the end of the script names the lines after its last
     derived call: what the recording holds where a live session asked for one call more.
     """
@@ -64,32 +74,95 @@ def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | N
         last = 1 << 62
     start = 1
     for previous in reversed(script.entries[:call_index]):
-        if previous.lines is not None:
+        if previous.lines is not None and _answered(previous):
             start = previous.lines[1] + 1
             break
     return start, last
 
 
+def context_event(raw: bytes | str) -> ContextItem | bool | None:
+    """One log line as context: a user message or tool result, True for an assistant
+    message (what came before it was answered), None for anything else."""
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(event, dict):
+        return None
+    kind = event.get("type")
+    if kind == "assistant/message":
+        return True
+    role = CONTEXT_TYPES.get(str(kind))
+    data = event.get("data")
+    if role is None or not isinstance(data, dict):
+        return None
+    if role == "user":
+        return ContextItem("user", content_text(data.get("content")))
+    return _tool_result(data)
+
+
+def _tool_result(data: dict[str, Any]) -> ContextItem:
+    """A ``tool/result`` in any of the harness's shapes: ``{callId, content}``,
+    ``{message: {toolCallId, content}}`` or ``{message: {content: [tool-result parts]}}``."""
+    if "callId" in data or "content" in data:
+        call_id = data.get("callId")
+        return ContextItem("tool", content_text(data.get("content")),
+                           call_id if isinstance(call_id, str) else None)
+    message = data.get("message")
+    if not isinstance(message, dict):
+        return ContextItem("tool", "")
+    call_id = message.get("toolCallId")
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "tool-result"
+                                         for p in content):
+        parts = [p for p in content if isinstance(p, dict) and p.get("type") == "tool-result"]
+        first = parts[0]
+        call_id = call_id if isinstance(call_id, str) else first.get("toolCallId")
+        content = first.get("content")
+    if not isinstance(call_id, str):
+        source = message.get("source")
+        call_id = source.get("callId") if isinstance(source, dict) else None
+    return ContextItem("tool", content_text(content), call_id if isinstance(call_id, str) else None)
+
+
+def _log_lines(file: str | Path) -> Iterator[bytes]:
+    """The lines of a log file, a persisted ``.jsonl.zstd`` session decompressed on the way."""
+    if str(file).endswith(".zstd"):
+        import zstandard
+
+        with open(file, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(
+                raw, read_across_frames=True) as reader:
+            yield from io.BufferedReader(reader)
+        return
+    with open(file, "rb") as handle:
+        yield from handle
+
+
 def read_recorded_context(file: str | Path, first: int, last: int) -> list[ContextItem]:
-    """User and tool messages the log holds on lines ``first..last`` (1-based, inclusive)."""
+    """User and tool messages the log holds on lines ``first..last`` (1-based, inclusive),
+    after the last assistant message among them."""
     out: list[ContextItem] = []
     if last < first:
         return out
     last = min(last, first + MAX_CONTEXT_LINES)
-    with open(file, "rb") as handle:
-        for raw in islice(handle, first - 1, last):
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            role = CONTEXT_TYPES.get(str(event.get("type")))
-            data = event.get("data")
-            if role is None or not isinstance(data, dict):
-                continue
-            out.append(ContextItem(role, content_text(data.get("content"))))
+    try:
+        lines = _log_lines(file)
+        for raw in islice(lines, first - 1, last):
+            item = context_event(raw)
+            if item is True:
+                out.clear()
+            elif isinstance(item, ContextItem):
+                out.append(item)
+    except zstd_errors() as exc:
+        raise OSError(f"cannot decompress {file}: {exc}") from None
     return out
+
+
+def zstd_errors() -> type[Exception]:
+    """The decompressor's error type (imported only when a persisted session is read)."""
+    import zstandard
+
+    return zstandard.ZstdError
 
 
 def recorded_context(script: SessionScript, call_index: int) -> list[ContextItem] | None:
@@ -98,6 +171,38 @@ def recorded_context(script: SessionScript, call_index: int) -> list[ContextItem
     if lines is None or script.file is None:
         return None
     return read_recorded_context(script.file, *lines)
+
+
+def script_contexts(script: SessionScript) -> list[tuple[ContextItem, ...] | None]:
+    """``recorded_context`` of every call of ``script`` plus one past its end, in one pass
+    over the log (what the engine compares each live request with)."""
+    spans = [context_range(script, k) for k in range(len(script.entries) + 1)]
+    out: list[tuple[ContextItem, ...] | None] = [None] * len(spans)
+    if script.file is None or all(span is None for span in spans):
+        return out
+    numbers: list[int] = []
+    items: list[ContextItem | bool] = []
+    for number, raw in enumerate(_log_lines(script.file), start=1):
+        if not any(marker in raw for marker in _CONTEXT_MARKERS):
+            continue  # most lines are chunks: skip them without parsing
+        item = context_event(raw)
+        if item is not None:
+            numbers.append(number)
+            items.append(item)
+    for k, span in enumerate(spans):
+        if span is None:
+            continue
+        collected: list[ContextItem] = []
+        for item in items[bisect_left(numbers, span[0]):bisect_right(numbers, span[1])]:
+            if item is True:
+                collected.clear()
+            elif isinstance(item, ContextItem):
+                collected.append(item)
+        out[k] = tuple(collected)
+    return out
+
+
+_CONTEXT_MARKERS = (b'"assistant/message"', b'"user/message"', b'"tool/result"')
 
 
 def live_new_messages(messages: Any) -> list[ContextItem]:
@@ -121,9 +226,11 @@ def live_new_messages(messages: Any) -> list[ContextItem]:
             start = i + 1
     out = []
     for message in messages[start:]:
-        if not isinstance(message, dict) or message.get("role") == "system":
+        if not isinstance(message, dict) or message.get("role") in ("system", "developer"):
             continue
-        out.append(ContextItem(str(message.get("role", "?")), content_text(message.get("content"))))
+        call_id = message.get("tool_call_id")
+        out.append(ContextItem(str(message.get("role", "?")), content_text(message.get("content")),
+                               call_id if isinstance(call_id, str) else None))
     return out
 
 
@@ -156,7 +263,9 @@ def _anthropic_new_messages(messages: Any) -> list[ContextItem]:
                 if texts:
                     out.append(ContextItem("user", "\n".join(texts)))
                     texts = []
-                out.append(ContextItem("tool", content_text(block.get("content"))))
+                call_id = block.get("tool_use_id")
+                out.append(ContextItem("tool", content_text(block.get("content")),
+                                       call_id if isinstance(call_id, str) else None))
             elif isinstance(block, str):
                 texts.append(block)
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
@@ -189,7 +298,9 @@ def _responses_new_items(items: Any) -> list[ContextItem]:
         if kind == "message" and item.get("role") == "user":
             out.append(ContextItem("user", content_text(item.get("content"))))
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            out.append(ContextItem("tool", content_text(item.get("output"))))
+            call_id = item.get("call_id")
+            out.append(ContextItem("tool", content_text(item.get("output")),
+                                   call_id if isinstance(call_id, str) else None))
     return out
 
 

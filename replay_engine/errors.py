@@ -15,6 +15,7 @@ JSON location, the call and what to do about it::
     ├── BindingError                 a live call could not be bound to a script
     │   ├── UnrecordedSessionError   UNRECORDED_SESSION
     │   └── ScriptExhaustedError     SCRIPT_EXHAUSTED
+    ├── ScenarioNotLoadedError       SCENARIO_NOT_LOADED: a model call while the scenario is broken
     ├── NotConsumedError             NOT_CONSUMED: assert_consumed() found problems
     ├── ScriptedFailure              the code of a ``throw`` entry (AUTH, SERVER, ...)
     ├── AbortedError                 ABORTED: the call was cancelled
@@ -219,6 +220,12 @@ class ScriptExhaustedError(BindingError):
     """A session asked for more model calls than its script holds."""
 
     code = SCRIPT_EXHAUSTED
+
+
+class ScenarioNotLoadedError(ReplayError):
+    """A model call arrived while the scenario failed to load (served as 503)."""
+
+    code = "SCENARIO_NOT_LOADED"
 
 
 class NotConsumedError(ReplayError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine import DEFAULT_RUN, ReplayEngine
+from .engine import ReplayEngine
 from .models import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
 from .safe_text import printable
 
@@ -70,12 +70,10 @@ def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
 
 def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
     """Assert-consumed over every run that bound a session (the default run when none did)."""
-    runs = sorted((r for r in engine.runs() if engine.state(r).bindings),
-                  key=lambda r: r != DEFAULT_RUN) or [DEFAULT_RUN]  # default first
     lines: list[str] = []
     ok = True
-    for run in runs:
-        problems = engine.consumed_problems(run)
+    for run in engine.verdict_runs():
+        problems = engine.verdict_problems(run)
         label = printable(f"run {run}")
         if problems:
             ok = False
@@ -83,6 +81,9 @@ def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
             lines.extend(f"  - {printable(p)}" for p in problems)
         else:
             lines.append(f"replay consumed ({label})")
+        diverged = engine.first_divergence(run)
+        if diverged is not None:
+            lines.append(f"  first divergence: {printable(diverged)}")
     return ok, lines
 
 

@@ -24,6 +24,22 @@ BINDING_STATUS = 409
 
 _BINDING_CODES = ("UNRECORDED_SESSION", "SCRIPT_EXHAUSTED")
 
+NOT_LOADED_STATUS = 503
+"""The status of a model call while the scenario is not loaded (``SCENARIO_NOT_LOADED``)."""
+_ENGINE_STATUS = {"SCENARIO_NOT_LOADED": NOT_LOADED_STATUS}
+
+
+def is_known_throw_code(code: str) -> bool:
+    """Whether a throw entry's code is one clients tell apart: a named code or ``HTTP_<n>``
+    (any other code is served as 500, which is rarely what a typo meant)."""
+    return code in STATUS_BY_CODE or http_code_status(code) is not None
+
+
+def known_throw_codes() -> str:
+    """The known throw codes, for a warning: ``AUTH (401), …, HTTP_<n> (n, 400..599)``."""
+    named = ", ".join(f"{code} ({status})" for code, status in STATUS_BY_CODE.items())
+    return f"{named}, HTTP_<n> (n, 400..599)"
+
 _CODE_BY_STATUS: dict[int, str] = {}
 for _code, _status in STATUS_BY_CODE.items():
     _CODE_BY_STATUS.setdefault(_status, _code)  # the first code of a status is its own
@@ -36,6 +52,8 @@ def status_for_code(code: str) -> int:
         return status
     if code in _BINDING_CODES:
         return BINDING_STATUS
+    if code in _ENGINE_STATUS:
+        return _ENGINE_STATUS[code]
     number = http_code_status(code)
     return number if number is not None else 500
 

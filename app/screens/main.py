@@ -23,7 +23,7 @@ from replay_engine import events as ev
 
 from ..headless.eventlog import format_event
 from ..headless.state import DebugState
-from ..headless.verdicts import flight_notes, flight_summary
+from ..headless.verdicts import flight_summary
 from ..keymap import MAIN_KEYS, bindings
 from ..messages import CallSelected
 from ..widgets.call_pane import CallPane, CallView
@@ -389,8 +389,9 @@ class MainScreen(Screen[None]):
         """Show the followed run's assert-consumed verdict with every problem, and what is in
         flight or was aborted by the user."""
         engine, run = self.state.engine, self.state.run_name
-        problems = engine.consumed_problems(run)
-        notes = flight_notes(engine.state(run))
+        problems = engine.verdict_problems(run)  # in-flight, cut and refused calls included
+        diverged = engine.first_divergence(run)
+        notes = [f"first divergence: {diverged}"] if diverged is not None else []
         loaded = self.state.scenario is not None
         text, _ = verdict_lines(problems, len(engine.scripts), notes, run=run, loaded=loaded)
         self.live_pane.log_event(text.splitlines()[0])

@@ -16,8 +16,8 @@ def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: s
                   loaded: bool = True) -> tuple[str, bool]:
     """The verdict of one run as shown (and logged), and whether it reads as a success.
 
-    The consumed check of SPEC 5 comes first; ``notes`` add what is in flight, paused or was
-    aborted by the user (a consumed run with notes is not shown as a plain success).
+    ``problems`` is the engine's verdict (SPEC 5, refused, in flight, cut, strict divergence);
+    ``notes`` add what is worth knowing without failing it (the first divergence).
     """
     if not loaded:
         return (f"assert-consumed (run {run}): nothing served — the scenario never loaded; fix "
@@ -25,14 +25,12 @@ def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: s
     text = verdict_text(problems, scripts).replace("assert-consumed:", f"assert-consumed (run {run}):",
                                                    1)
     if notes:
-        if not problems:
-            text += ", but not every call was served in full"
-        text += "\n" + "\n".join(f"  - {n}" for n in notes)
-    return text, not problems and not notes
+        text += "\n" + "\n".join(f"  {n}" for n in notes)
+    return text, not problems
 
 
 class VerdictScreen(ModalScreen[None]):
-    """Lists every assert-consumed problem (or says the run is consumed) and what is in flight."""
+    """Lists every problem of the verdict (or says the run is consumed) and the first divergence."""
 
     BINDINGS = [Binding("escape,enter,q,a", "dismiss", "Close")]
 

@@ -25,6 +25,11 @@ STATUS_STYLE = {"streaming": "bold green", "paused": "bold yellow", "hanging": "
                 "idle": "cyan"}
 
 
+def _live_key(b: BindingState) -> Hashable:
+    """What of a binding the rows show (a change repaints them)."""
+    return (b.session, b.cursor, b.call_index, b.status, b.aborted, b.unfinished, b.diverged)
+
+
 def cell(text: str, width: int) -> str:
     """``text`` in a column of ``width`` plus one space, cut with an ellipsis (never run together)."""
     if len(text) > width:
@@ -120,8 +125,8 @@ class ScriptsView(LineList):
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
         """The run's bindings and the breakpoints; repaints only what is on screen."""
         live = {b.script_index: b for b in state.bindings}
-        signature = {s: (b.session, b.cursor, b.call_index, b.status, b.aborted) for s, b in live.items()}
-        old = {s: (b.session, b.cursor, b.call_index, b.status, b.aborted) for s, b in self._live.items()}
+        signature = {s: _live_key(b) for s, b in live.items()}
+        old = {s: _live_key(b) for s, b in self._live.items()}
         self._live = live
         if signature != old or breakpoints != self._breakpoints:
             self._breakpoints = breakpoints
@@ -185,7 +190,7 @@ class ScriptsView(LineList):
     def row_key(self, index: int) -> Hashable:
         s, j = self.locate(index)
         b = self._live.get(s)
-        live = (b.session, b.cursor, b.call_index, b.status, b.aborted) if b is not None else None
+        live = _live_key(b) if b is not None else None
         return (live, j is not None and (s, j) in self._breakpoints)
 
     def row_text(self, index: int) -> Text:
@@ -204,11 +209,15 @@ class ScriptsView(LineList):
         else:
             text.append(" ")
         served = binding is not None and j < binding.cursor and binding.call_index != j
-        if served and binding is not None and j in binding.aborted:
-            text.append("✗", style="bold red")  # cancelled before its last chunk: not served
+        if served and binding is not None and j in binding.unfinished:
+            text.append("✗", style="bold red")  # ended before its last chunk: not served
         else:
             text.append("✓" if served else " ", style="green")
-        text.append(f" #{j:<3} ", style="bold")
+        if binding is not None and j in binding.diverged:
+            text.append("≠", style="bold red")  # the live request left the recording here
+        else:
+            text.append(" ")
+        text.append(f"#{j:<3} ", style="bold")
         text.append(cell(info["callKey"] or "-", KEY_WIDTH), style="dim")
         text.append(cell(info["kind"], KIND_WIDTH), style=KIND_STYLE.get(info["kind"], ""))
         text.append(cell(info["origin"], ORIGIN_WIDTH), style=ORIGIN_STYLE.get(info["origin"], ""))

@@ -78,6 +78,10 @@ class StatusHeader(Widget):
             text.append("not consumed", style="yellow")
             if flight:
                 text.append(f" ({flight})", style="yellow")
+        diverged = next((b for b in state.bindings if b.diverged), None)
+        if diverged is not None:
+            where = "" if diverged.script_index == 0 else f" of script {diverged.script_index}"
+            text.append(f"  diverged at #{diverged.diverged[0]}{where}", style="bold red")
         text.append(f"  pace {pace_label(state.pace)}")
         if state.pace.mode == "recorded" and untimed:
             text.append(f" — {', '.join(untimed)}: no recorded times, so no gaps", style="yellow")

@@ -12,12 +12,15 @@ from typing import Any
 
 import msgspec
 
-from ..errors import ScriptExhaustedError, UnrecordedSessionError
+from ..context import live_new_messages
+from ..divergence import divergence, same_content
+from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from . import events as ev
-from .claims import claim_script, note_announcements
+from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
+from .recorded import Context, RecordedContexts
 from .state import Binding, Call, CallRecord, Run, session_label
 from .tokens import TOKEN_MARKER, resolve_session_tokens
 
@@ -38,22 +41,36 @@ def bind_call(
     emit: Callable[[ev.EngineEvent], None],
     retry: bool = False,
     dialect: str | None = None,
+    contexts: RecordedContexts | None = None,
+    bind: BindMode = "content",
 ) -> Call:
     """Bind one call of ``session_id`` in ``run``: journal it, register it in ``calls``.
 
-    Raises UnrecordedSessionError / ScriptExhaustedError (and emits BindingFailed) when
-    the call has no recorded counterpart. ``retry`` marks a client library's retry;
-    ``dialect`` names the wire the call arrived on (kept in the journal).
+    Raises UnrecordedSessionError / ScriptExhaustedError (and emits BindingFailed, journals the
+    refusal) when the call has no recorded counterpart. ``retry`` marks a client library's
+    retry; ``dialect`` names the wire the call arrived on (kept in the journal). With
+    ``contexts``, the request's new content is compared with the recorded context of the call
+    it takes (``CallRecord.divergence``), retries are seen, and ``bind="content"`` lets a new
+    session claim the script whose first call it matches.
     """
+    live = tuple(live_new_messages(messages)) if contexts is not None and messages is not None \
+        else None
     binding = run.bindings.get(session_id)
     if binding is None:
-        claim = claim_script(run, len(scripts), session_id)
+        matches = None
+        # a request with no new message says nothing of which script it is: order decides
+        if bind == "content" and live and contexts is not None and len(scripts) > 1:
+            def matches(index: int) -> bool:
+                first = contexts.at(index, 0)
+                return first is not None and divergence(live, first) is None
+        claim = claim_script(run, len(scripts), session_id, matches=matches)
         if claim is None:
             err = UnrecordedSessionError(
                 f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
                 f"[{session_label(session_id)}, run {run.name}]"
             )
+            _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
             emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry, messages))
             raise err
         binding = Binding(session_id, claim[0], rule=claim[1])
@@ -69,6 +86,8 @@ def bind_call(
             f"script has only {length} [{session_label(session_id)}, script "
             f"{binding.script_index}, run {run.name}]"
         )
+        _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
+                model, retry, dialect, bound_by=binding.rule)
         emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
                              binding.script_index, binding.cursor))
         raise err2
@@ -80,13 +99,11 @@ def bind_call(
     call_id = next(ids)
     record = CallRecord(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
-        messages, model, time.time(), retry=retry, dialect=dialect,
+        messages, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
     )
-    if run.journal.maxlen is not None and len(run.journal) >= run.journal.maxlen:
-        run.dropped += 1
-        if run.dropped == 1:
-            emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
-    run.journal.append(record)
+    if live is not None and contexts is not None:
+        _compare(binding, record, live, contexts, retry)
+    _journal(run, record, emit)
     call = Call(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry,
         scripted.times, record,
@@ -95,9 +112,58 @@ def bind_call(
     calls[call_id] = call
     emit(
         ev.CallStarted(run.name, session_id, binding.script_index, call_index, call_id,
-                       scripted.entry.kind, retry, dialect)
+                       scripted.entry.kind, retry or record.retry_detected, dialect)
     )
     return call
+
+
+def _compare(binding: Binding, record: CallRecord, live: Context, contexts: RecordedContexts,
+             retry: bool) -> None:
+    """Fill ``record``'s divergence and retry facts and the binding's lists."""
+    assert record.script_index is not None and record.call_index is not None
+    si, ci = record.script_index, record.call_index
+    recorded = contexts.at(si, ci)
+    if recorded is not None:
+        record.divergence = divergence(live, recorded)
+        if record.divergence is not None:
+            binding.diverged.append((ci, record.divergence))
+    previous = binding.last_live
+    record.retry_detected = (binding.last_failed and previous is not None
+                             and same_content(live, previous))
+    if retry or record.retry_detected:
+        before = contexts.at(si, ci - 1) if ci > 0 else None
+        in_recording = recorded is not None and before is not None \
+            and same_content(recorded, before)
+        binding.retries.append((ci, in_recording))
+    binding.last_live = live
+    binding.last_failed = False
+
+
+def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None]) -> None:
+    if run.journal.maxlen is not None and len(run.journal) >= run.journal.maxlen:
+        run.dropped += 1
+        if run.dropped == 1:
+            emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
+    run.journal.append(record)
+
+
+REFUSALS_KEPT = 1_000
+"""Refused calls a run keeps for its verdict (beyond it only the count grows)."""
+
+
+def _refuse(run: Run, ids: Iterator[int], err: BindingError, session_id: str | None,
+            script_index: int | None, call_index: int | None, messages: Any, model: str | None,
+            retry: bool, dialect: str | None, *, bound_by: str | None = None) -> None:
+    """Journal a call the engine refused (409) and keep it for the verdict."""
+    now = time.time()
+    record = CallRecord(next(ids), run.name, session_id, script_index, call_index, "refused",
+                        messages, model, now, outcome="refused", code=err.code,
+                        message=err.message, ended_at=now, retry=retry, dialect=dialect,
+                        bound_by=bound_by)
+    _journal(run, record, lambda event: None)
+    if len(run.refused) < REFUSALS_KEPT:
+        run.refused.append(record)
+    run.refused_count += 1
 
 
 class PlaceholderScan:

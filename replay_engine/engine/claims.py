@@ -4,13 +4,14 @@
 A run records, per script index, the live id of the session bound to it (a session that
 carries an id) or announced for it: a parent's request whose text says ``started subagent
 ID`` fills the first script index > 0 with no live id yet. A new session then claims the
-unclaimed script announced for its id, else the next unclaimed script (first-call order).
+unclaimed script announced for its id, else the one unclaimed script whose first recorded
+context its request matches, else the next unclaimed script (first-call order).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from .state import Run
@@ -19,7 +20,9 @@ ANNOUNCEMENT = re.compile(r"started subagent ([^\s\"'<>]+)")
 """How a parent's messages announce a child's live id (SPEC 2b.7)."""
 _NEEDLE = "started subagent "
 
-BindRule = Literal["announced", "order"]
+BindRule = Literal["announced", "content", "order"]
+BindMode = Literal["content", "order"]
+"""``content`` (default): announced, then by content, then by order; ``order``: SPEC 5 alone."""
 
 
 def _string_leaves(value: Any) -> Iterator[str]:
@@ -54,12 +57,25 @@ def note_announcements(run: Run, script_count: int, messages: Any) -> None:
             known.add(ident)
 
 
-def claim_script(run: Run, script_count: int, session_id: str | None) -> tuple[int, BindRule] | None:
-    """The script a new session claims and the rule that chose it (None: none is left)."""
+def claim_script(run: Run, script_count: int, session_id: str | None, *,
+                 matches: Callable[[int], bool] | None = None) -> tuple[int, BindRule] | None:
+    """The script a new session claims and the rule that chose it (None: none is left).
+
+    ``matches(i)`` says whether the request is script ``i``'s first recorded context; given,
+    the one unclaimed script that matches wins over first-call order (a tie or none: order).
+    """
     taken = {b.script_index for b in run.bindings.values()}
     if session_id is not None:
         for index, ident in run.live_ids.items():
             if ident == session_id and index not in taken and index < script_count:
                 return index, "announced"
-    free = next((i for i in range(script_count) if i not in taken), None)
-    return None if free is None else (free, "order")
+    free = [i for i in range(script_count) if i not in taken]
+    if not free:
+        return None
+    if matches is not None and len(free) > 1:
+        # a slot announced for another live id is that session's, never claimed by content
+        announced = {i for i in run.live_ids if i not in taken}
+        fitting = [i for i in free if i not in announced and matches(i)]
+        if len(fitting) == 1:
+            return fitting[0], "content"
+    return free[0], "order"

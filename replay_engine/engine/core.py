@@ -20,12 +20,14 @@ from typing import Any, Literal
 
 import anyio
 
+from ..context import ContextItem
 from ..errors import (
     AbortedError,
     ConfigError,
     NotConsumedError,
     PlaceholderError,
     ReplayError,
+    ScenarioNotLoadedError,
     ScriptedFailure,
     SessionTokenError,
 )
@@ -33,12 +35,14 @@ from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
 from .cancel import calls_to_cancel, cancel_call, wait
+from .claims import BindMode
 from .events import Observer
 from .gate import StepGates, StepHow, pause, release
 from .handle import CallHandle
 from .pacing import Pace, chunk_delay
 from .placeholders import resolve_scripted_entry
 from .ready import touch_ready_file
+from .recorded import RecordedContexts
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
     Call,
@@ -50,7 +54,7 @@ from .state import (
     session_label,
     snapshot,
 )
-from .verdict import consumed_problems
+from .verdict import consumed_problems, first_divergence, verdict_problems
 
 __all__ = ["DEFAULT_RUN", "HANG_PREFIX", "CallHandle", "Observer", "ReplayEngine"]
 
@@ -79,6 +83,8 @@ class ReplayEngine:
         journal_limit: int = DEFAULT_JOURNAL_LIMIT,
         placeholder_workers: int = PLACEHOLDER_WORKERS,
         placeholder_workers_per_run: int = 1,
+        strict: bool = False,
+        bind: BindMode = "content",
     ) -> None:
         if isinstance(journal_limit, bool) or not isinstance(journal_limit, int) \
                 or journal_limit < 1:
@@ -101,6 +107,13 @@ class ReplayEngine:
         self._calls: dict[int, Call] = {}
         self._scan = PlaceholderScan()
         self._ready_created: list[Path] = []
+        self._contexts = RecordedContexts(self._scripts)
+        self.strict = strict
+        """Whether a call that left the recording (or an unrecorded retry) fails the verdict."""
+        if bind not in ("content", "order"):
+            raise ConfigError(f"bind must be 'content' or 'order', got {bind!r}")
+        self.bind: BindMode = bind
+        self._not_loaded: ReplayError | None = None
 
     # -- observation -------------------------------------------------------------------
 
@@ -144,6 +157,12 @@ class ReplayEngine:
         """Names of the runs seen so far."""
         return list(self._runs)
 
+    def verdict_runs(self) -> list[str]:
+        """The runs a verdict speaks of: those that bound a session or refused a call, the
+        default run first (the default run alone when none did)."""
+        names = [name for name, run in self._runs.items() if run.bindings or run.refused_count]
+        return sorted(names, key=lambda r: r != DEFAULT_RUN) or [DEFAULT_RUN]
+
     def bound_runs(self) -> list[str]:
         """Names of the runs where a session is bound now, in the order they were first seen."""
         return [name for name, run in self._runs.items() if run.bindings]
@@ -174,7 +193,7 @@ class ReplayEngine:
 
     def state(self, run: str = DEFAULT_RUN) -> RunState:
         """A read-only snapshot of a run's bindings."""
-        return snapshot(self._peek(run), self._scripts, not self.consumed_problems(run),
+        return snapshot(self._peek(run), self._scripts, not self.verdict_problems(run),
                         self.mode_of(run), self._pace)
 
     def journal(self, run: str = DEFAULT_RUN) -> list[CallRecord]:
@@ -280,9 +299,23 @@ class ReplayEngine:
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
                    model: str | None, retry: bool = False, dialect: str | None = None) -> Call:
+        if self._not_loaded is not None:
+            raise ScenarioNotLoadedError(
+                "the scenario is not loaded, so no call can be served: "
+                f"[{self._not_loaded.code}] {self._not_loaded.message} — fix it and reload")
         return bind_call(self._run(run), self._scripts, session_id, messages, model,
                          ids=self._ids, calls=self._calls, emit=self._emit, retry=retry,
-                         dialect=dialect)
+                         dialect=dialect, contexts=self._contexts, bind=self.bind)
+
+    def set_not_loaded(self, error: ReplayError | None) -> None:
+        """Say the scenario failed to load (every model call then answers 503
+        ``SCENARIO_NOT_LOADED`` naming ``error``), or, with None, that it loaded again."""
+        self._not_loaded = error
+
+    @property
+    def not_loaded(self) -> ReplayError | None:
+        """Why the scenario is not loaded (None when it is)."""
+        return self._not_loaded
 
     def prepare(self) -> None:
         """Scan every entry for placeholders now, so that no first call pays for the scan."""
@@ -316,10 +349,23 @@ class ReplayEngine:
         self._calls.pop(call.id, None)
         owner = self._runs.get(call.run)
         binding = owner.bindings.get(call.key) if owner is not None else None
-        if outcome == "cancelled" and call.user_cancelled and not isinstance(call.entry, HangEntry):
-            rec.aborted = True
-            if binding is not None:
-                binding.aborted.append(call.call_index)
+        if outcome == "cancelled" and not isinstance(call.entry, HangEntry):
+            total = len(call.entry.chunks)
+            if call.user_cancelled:
+                rec.aborted = True
+                rec.unfinished = "cancelled by the user"
+                if binding is not None:
+                    binding.aborted.append(call.call_index)
+            elif call.served < total or isinstance(call.entry, ThrowEntry):
+                rec.unfinished = "the client went away (or the server stopped) mid-stream"
+            if binding is not None and rec.unfinished is not None:
+                binding.unfinished.append((call.call_index, call.served, total, rec.unfinished))
+        elif outcome == "failed" and binding is not None:
+            if isinstance(exc, ScriptedFailure):
+                binding.last_failed = True
+            elif exc is not None:
+                binding.unfinished.append((call.call_index, call.served, 0,
+                                           f"failed with {exc.code}: {exc.message}"))
         if binding is not None and binding.call is call:
             binding.call = None
         args = (call.run, call.key, call.script_index, call.call_index, call.id)
@@ -489,6 +535,8 @@ class ReplayEngine:
             r.bindings.clear()
             r.live_ids.clear()
             r.journal.clear()
+            r.refused.clear()
+            r.refused_count = 0
             r.dropped = 0
         self._emit(ev.RunReset(run))
 
@@ -510,17 +558,36 @@ class ReplayEngine:
         old = self._scripts
         self._scripts = list(scripts)
         self._scan.clear()
+        self._contexts.replace(self._scripts)
+        self._not_loaded = None
         changes = diff_scripts(old, self._scripts)
         for name in list(self._runs) or [DEFAULT_RUN]:
             self._emit(ev.ScriptsReloaded(name, changes))
         return changes
 
     def consumed_problems(self, run: str = DEFAULT_RUN) -> list[str]:
-        """Every reason the run is not consumed (section 5 wording); empty when it is."""
+        """SPEC 5's check alone (section 5 wording); ``verdict_problems`` is the verdict."""
         return consumed_problems(self._scripts, self._peek(run))
 
+    def verdict_problems(self, run: str = DEFAULT_RUN, *, strict: bool | None = None,
+                         unconsumed: bool = True, refused: bool = True) -> list[str]:
+        """Every reason the run did not replay the recording (SPEC 5's, refused calls, calls in
+        flight or cut, and with ``strict`` (default: the engine's) divergences); empty: it did."""
+        return verdict_problems(self._scripts, self._peek(run),
+                                strict=self.strict if strict is None else strict,
+                                unconsumed=unconsumed, refused=refused)
+
+    def recorded_context(self, script_index: int, call_index: int) -> tuple[ContextItem, ...] | None:
+        """What the recording held before a call: the content each live request is compared
+        with (None: a sidecar entry, or no such call)."""
+        return self._contexts.at(script_index, call_index)
+
+    def first_divergence(self, run: str = DEFAULT_RUN) -> str | None:
+        """Where the run first left the recording, on one line (None: it never did)."""
+        return first_divergence(self._scripts, self._peek(run))
+
     def assert_consumed(self, run: str = DEFAULT_RUN) -> None:
-        """Raise NotConsumedError listing every problem unless the run drained every script."""
-        problems = self.consumed_problems(run)
+        """Raise NotConsumedError listing every problem unless the run replayed the recording."""
+        problems = self.verdict_problems(run)
         if problems:
             raise NotConsumedError(problems)

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import anyio
 
+from ..context import ContextItem
+from ..divergence import Divergence
 from ..models import AnyEntry, SessionScript
 from .pacing import Pace
 
@@ -33,13 +35,15 @@ class CallRecord:
     call_id: int
     run: str
     session: str | None
-    script_index: int
-    call_index: int
+    script_index: int | None
+    """None for a call refused before any script was bound to its session."""
+    call_index: int | None
+    """None for a call refused before any script was bound to its session."""
     kind: str
     messages: Any
     model: str | None
     started_at: float
-    outcome: Literal["streaming", "finished", "failed", "cancelled"] = "streaming"
+    outcome: Literal["streaming", "finished", "failed", "cancelled", "refused"] = "streaming"
     code: str | None = None
     message: str | None = None
     ended_at: float | None = None
@@ -51,6 +55,16 @@ class CallRecord:
     in full; a hang's cancel is its normal end and does not count."""
     dialect: str | None = None
     """The wire the call arrived on (openai, native, anthropic, responses; None in process)."""
+    divergence: Divergence | None = None
+    """Where the request's new content first differs from the recorded context (None: it does
+    not, or the entry has no recorded context)."""
+    bound_by: str | None = None
+    """How the session claimed its script (announced, content, order)."""
+    retry_detected: bool = False
+    """The server saw a retry: the same new content as the session's previous call, which was a
+    scripted failure (whatever the client's headers said)."""
+    unfinished: str | None = None
+    """Why a stream ended before its last chunk (``the client went away``, ``cancelled``)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -68,8 +82,11 @@ class CallRecord:
             "startedAt": self.started_at,
             "endedAt": self.ended_at,
             "chunksServed": self.chunks_served,
-            "retry": self.retry,
+            "retry": self.retry or self.retry_detected,
             "dialect": self.dialect,
+            "divergence": self.divergence.to_json() if self.divergence is not None else None,
+            "boundBy": self.bound_by,
+            "unfinished": self.unfinished,
         }
 
 
@@ -115,8 +132,18 @@ class Binding:
     aborted: list[int] = field(default_factory=list)
     """Indices of this session's calls that ``cancel`` aborted before their last chunk."""
     rule: str = "order"
-    """How the session claimed its script: ``announced`` (its parent named it) or ``order``
-    (first-call order, SPEC 5)."""
+    """How the session claimed its script: ``announced`` (its parent named it), ``content``
+    (its first request matched one script's recorded context) or ``order`` (SPEC 5)."""
+    unfinished: list[tuple[int, int, int, str]] = field(default_factory=list)
+    """Calls whose stream ended before its last chunk: (call, served, chunks, why)."""
+    diverged: list[tuple[int, Divergence]] = field(default_factory=list)
+    """Calls whose request left the recording, with where (``CallRecord.divergence``)."""
+    retries: list[tuple[int, bool]] = field(default_factory=list)
+    """Calls the server saw as retries, and whether the recording has that retry."""
+    last_live: tuple[ContextItem, ...] | None = None
+    """The new content of the session's previous request (to see a retry)."""
+    last_failed: bool = False
+    """The session's previous call ended in a scripted failure."""
 
 
 DEFAULT_JOURNAL_LIMIT = 10_000
@@ -135,6 +162,10 @@ class Run:
     dropped: int = 0
     limiter: anyio.CapacityLimiter | None = None
     """How many of the run's placeholder patterns may run at once (made on first use)."""
+    refused: list[CallRecord] = field(default_factory=list)
+    """Calls refused at binding (409): each is a verdict problem, whatever the journal kept."""
+    refused_count: int = 0
+    """Every refusal, also those beyond the ones ``refused`` keeps."""
     live_ids: dict[int, str] = field(default_factory=dict)
     """Per script index, the live id of the session bound to it or announced for it
     (``started subagent ID``): what ``{{session:N}}`` tokens become (SPEC 2b.7)."""
@@ -160,6 +191,13 @@ class BindingState:
     aborted: tuple[int, ...] = ()
     """Indices of the session's calls aborted by ``cancel`` before their last chunk (the
     cursor still counts them: SPEC 5 advances at call time)."""
+    diverged: tuple[int, ...] = ()
+    """Indices of the session's calls whose request left the recording."""
+    rule: str = "order"
+    """How the session claimed its script (announced, content, order)."""
+    unfinished: tuple[int, ...] = ()
+    """Indices of calls whose stream ended before its last chunk (user aborts and clients that
+    went away)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/state``)."""
@@ -172,6 +210,9 @@ class BindingState:
             "callIndex": self.call_index,
             "chunksServed": self.chunks_served,
             "readyFile": self.ready_file,
+            "diverged": list(self.diverged),
+            "boundBy": self.rule,
+            "unfinished": list(self.unfinished),
         }
 
 
@@ -187,6 +228,8 @@ class RunState:
     pace: Pace
     journal_dropped: int = 0
     """Oldest calls the run's journal let go to stay within its limit."""
+    refused: int = 0
+    """Calls the run refused at binding (each fails the verdict)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -198,6 +241,7 @@ class RunState:
             "mode": self.mode,
             "pace": self.pace.describe(),
             "journalDropped": self.journal_dropped,
+            "refused": self.refused,
         }
 
 
@@ -218,9 +262,13 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 chunks_served=call.served if call is not None else 0,
                 ready_file=call.ready_file if call is not None else None,
                 aborted=tuple(b.aborted),
+                diverged=tuple(d[0] for d in b.diverged),
+                rule=b.rule,
+                unfinished=tuple(u[0] for u in b.unfinished),
             )
         )
-    return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace, run.dropped)
+    return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace, run.dropped,
+                    run.refused_count)
 
 
 def diff_scripts(old: Sequence[SessionScript], new: Sequence[SessionScript]) -> list[dict[str, Any]]:

@@ -1,7 +1,11 @@
-"""The consumed check: whether a run drained every recorded script (SPEC 5).
+"""The verdict: whether a run replayed the recording, with every reason it did not.
 
-``consumed_problems`` lists each reason in the section 5 wording; the engine raises
-``NotConsumedError`` with them from ``assert_consumed``.
+``consumed_problems`` is SPEC 5's check alone (every script claimed, every cursor at its end),
+in the section's wording. ``verdict_problems`` is what every front end reports (the engine's
+``assert_consumed``, the control API, ``serve``'s exit status, the debugger, the pytest plugin):
+SPEC 5's problems, then calls refused at binding, calls still in flight, paused or hanging,
+streams that ended before their last chunk (a hang's cancel is its normal end), and, in strict
+mode, calls whose request left the recording and retries the recording does not have.
 """
 
 from __future__ import annotations
@@ -9,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..models import SessionScript
-from .state import Run, script_length, session_label
+from .state import Binding, Run, script_length, session_label
 
 
 def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
-    """Every reason ``run`` is not consumed; empty when it is."""
+    """Every reason ``run`` is not consumed by SPEC 5's rule; empty when it is."""
     problems: list[str] = []
     unbound = len(scripts) - len(run.bindings)
     if unbound > 0:
@@ -24,3 +28,83 @@ def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
             problems.append(f"{session_label(b.key)} consumed {b.cursor}/{total} "
                             "recorded call(s)")
     return problems
+
+
+def call_label(scripts: Sequence[SessionScript], script_index: int | None,
+               call_index: int | None) -> str:
+    """``call #2 of script 0 (turn/step 1/3)``: a call with its recorded turn/step."""
+    if script_index is None or call_index is None:
+        return "its first call"
+    label = f"call #{call_index} of script {script_index}"
+    if script_index < len(scripts) and call_index < len(scripts[script_index].entries):
+        key = scripts[script_index].entries[call_index].call_key
+        label += f" (turn/step {key})" if key is not None else " (a sidecar entry)"
+    return label
+
+
+def _flight(scripts: Sequence[SessionScript], b: Binding) -> list[str]:
+    out: list[str] = []
+    who = session_label(b.key)
+    call = b.call
+    if call is not None:
+        label = call_label(scripts, b.script_index, call.call_index)
+        if call.status == "paused":
+            out.append(f"{who}: {label} is paused before chunk {call.served} (still in flight)")
+        elif call.status == "hanging":
+            out.append(f"{who}: {label} is hanging until cancelled (still in flight)")
+        else:
+            out.append(f"{who}: {label} is still in flight ({call.served} chunk(s) served)")
+    for index, served, total, why in b.unfinished:
+        label = call_label(scripts, b.script_index, index)
+        if why.startswith("failed"):
+            out.append(f"{who}: {label} {why}")
+        else:
+            out.append(f"{who}: {label} ended after {served} of its {total} chunk(s): {why}")
+    return out
+
+
+def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool = False,
+                     unconsumed: bool = True, refused: bool = True) -> list[str]:
+    """Every reason the run did not replay the recording; empty when it did.
+
+    ``unconsumed=False`` leaves out SPEC 5's problems (a test that may stop early) and
+    ``refused=False`` the refused calls (a caller that reports them in its own detail).
+    """
+    problems = consumed_problems(scripts, run) if unconsumed else []
+    for record in run.refused if refused else ():
+        problems.append(f"{session_label(record.session)}: "
+                        f"{call_label(scripts, record.script_index, record.call_index)} was "
+                        f"refused with {record.code}: {record.message}")
+    hidden = run.refused_count - len(run.refused)
+    if refused and hidden > 0:
+        problems.append(f"… and {hidden} more refused call(s)")
+    for b in run.bindings.values():
+        problems.extend(_flight(scripts, b))
+    if strict:
+        for b in run.bindings.values():
+            who = session_label(b.key)
+            for index, found in b.diverged:
+                problems.append(f"{who}: {call_label(scripts, b.script_index, index)} left the "
+                                f"recording (strict): {found.describe()}")
+            for index, recorded in b.retries:
+                if not recorded:
+                    problems.append(
+                        f"{who}: {call_label(scripts, b.script_index, index)} is a retry of the "
+                        "failed call before it, and the recording has no such retry (strict): "
+                        "the retry took the next recorded call")
+    return problems
+
+
+def first_divergence(scripts: Sequence[SessionScript], run: Run) -> str | None:
+    """The run's first divergence in call order, on one line (None: the run never left the
+    recording as far as the recorded context shows)."""
+    best: tuple[int, str] | None = None
+    for b in run.bindings.values():
+        for index, found in b.diverged:
+            text = (f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: "
+                    f"{found.describe()}")
+            order = next((r.call_id for r in run.journal if r.session == b.key
+                          and r.call_index == index), 0)
+            if best is None or order < best[0]:
+                best = (order, text)
+    return best[1] if best is not None else None

@@ -97,6 +97,19 @@ class Control:
             "headers": scripts_headers(served, self.served.scenario),
         })
 
+    async def context(self, request: Request) -> Response:
+        """``GET /replay/v1/context/{script}/{call}``: the recorded user messages and tool
+        results before that call, which a faithful agent sends back (null for sidecar entries)."""
+        try:
+            script, call = int(request.path_params["script"]), int(request.path_params["call"])
+        except ValueError:
+            return JSONResponse({"ok": False, "error": "script and call are integers"},
+                                status_code=400)
+        found = self.engine.recorded_context(script, call)
+        items = None if found is None else [
+            {"role": i.role, "text": i.text, "toolCallId": i.call_id} for i in found]
+        return JSONResponse({"ok": True, "script": script, "call": call, "context": items})
+
     async def state(self, request: Request) -> Response:
         return JSONResponse(self.engine.state(self.served.run(request)).to_json())
 
@@ -105,10 +118,14 @@ class Control:
         return JSONResponse({"run": run, "calls": [r.to_json() for r in self.engine.journal(run)]})
 
     async def assert_consumed(self, request: Request) -> Response:
-        problems = self.engine.consumed_problems(self.served.run(request))
+        run = self.served.run(request)
+        problems = self.engine.verdict_problems(run)
+        diverged = self.engine.first_divergence(run)
         if problems:
-            return JSONResponse({"ok": False, "problems": problems}, status_code=409)
-        return JSONResponse({"ok": True})
+            return JSONResponse({"ok": False, "problems": problems, "firstDivergence": diverged,
+                                 "strict": self.engine.strict}, status_code=409)
+        return JSONResponse({"ok": True, "firstDivergence": diverged,
+                             "strict": self.engine.strict})
 
     async def reset(self, request: Request) -> Response:
         self.engine.reset(self.served.run(request))
@@ -191,6 +208,7 @@ class Control:
         return [
             ("/replay/v1/scripts", self.scripts, ["GET"]),
             ("/replay/v1/state", self.state, ["GET"]),
+            ("/replay/v1/context/{script}/{call}", self.context, ["GET"]),
             ("/replay/v1/journal", self.journal, ["GET"]),
             ("/replay/v1/assert-consumed", self.assert_consumed, ["POST"]),
             ("/replay/v1/reset", self.reset, ["POST"]),

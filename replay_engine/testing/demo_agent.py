@@ -219,15 +219,12 @@ class _Driver:
             entries = script.get("entries", []) if isinstance(script, dict) else []
             session = f"demo-{index}"
             recorded = script.get("recordedId", "") if isinstance(script, dict) else ""
-            messages: list[dict[str, Any]] = [{
-                "role": "user",
-                "content": f"Demo session {index} (recorded as {recorded or 'no id'}): "
-                           "carry on with the recorded task.",
-            }]
+            messages: list[dict[str, Any]] = []
             for call_index, entry in enumerate(entries):
                 if not first and self.delay_s:
                     await asyncio.sleep(self.delay_s)
                 first = False
+                await self._answer(index, call_index, messages, recorded)
                 outcome = await self._drive(session, index, call_index, entry, messages)
                 self.result.calls.append(outcome)
                 if not outcome.ok:
@@ -497,9 +494,38 @@ class _Driver:
             got.error_message = exc.message
         return got
 
+    async def _answer(self, index: int, call_index: int, messages: list[dict[str, Any]],
+                      recorded: str) -> None:
+        """Add what the recording said before this call (its user messages and tool results,
+        from the server), so the agent replays the recorded conversation; where the log holds
+        none (a sidecar entry), a made-up turn."""
+        found = await self._get(f"/replay/v1/context/{index}/{call_index}")
+        items = found.get("context") if isinstance(found, dict) else None
+        if isinstance(items, list):
+            # the recorded context runs from the last answered call: a failed call's request
+            # is sent again as it was, not twice
+            while messages and messages[-1].get("role") != "assistant":
+                messages.pop()
+            for item in items:
+                if not isinstance(item, dict):
+                    continue
+                if item.get("role") == "tool":
+                    messages.append({"role": "tool", "tool_call_id": item.get("toolCallId") or "",
+                                     "content": str(item.get("text", ""))})
+                else:
+                    messages.append({"role": "user", "content": str(item.get("text", ""))})
+            return
+        pending = messages[-1].get("tool_calls") if messages else None
+        for call in pending or []:
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": f"(demo agent: result of {call['function']['name']})"})
+        if not pending:
+            messages.append({"role": "user", "content":
+                             f"Demo session {index} (recorded as {recorded or 'no id'}): go on."})
+
     @staticmethod
     def _extend(messages: list[dict[str, Any]], got: _Streamed) -> None:
-        """Add the assistant turn (and a result per tool call) so the next request reads naturally."""
+        """Add the assistant turn the call streamed (what the next request builds on)."""
         message: dict[str, Any] = {"role": "assistant", "content": got.text or None}
         calls: list[dict[str, Any]] = [
             {"id": slot["id"] or f"call_{k}", "type": "function",
@@ -509,11 +535,6 @@ class _Driver:
         if calls:
             message["tool_calls"] = calls
         messages.append(message)
-        for call in calls:
-            messages.append({"role": "tool", "tool_call_id": call["id"],
-                             "content": f"(demo agent: result of {call['function']['name']})"})
-        if not calls:
-            messages.append({"role": "user", "content": "Go on."})
 
 
 FINISH_NAMES = {"openai": "finish_reason", "anthropic": "stop_reason", "responses": "status"}

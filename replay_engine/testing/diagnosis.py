@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import diff_context, diff_line, live_new_messages, recorded_context
+from ..context import live_new_messages, recorded_context
+from ..divergence import divergence
 from ..engine.state import session_label
 from ..models import SessionScript
 
@@ -50,7 +51,8 @@ def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index
         if found is None:
             return None  # a sidecar entry: the log holds no context for it
         recorded = found
-    return diff_line(diff_context(live, recorded))
+    first = divergence(live, recorded)
+    return first.describe() if first is not None else None
 
 
 def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> list[str]:
@@ -77,18 +79,17 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
 
 
 def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[str, Any]]) -> str | None:
-    """The earliest bound call whose live request differs from what the recording answered."""
+    """The earliest call whose live request left the recording, from the journal's
+    ``divergence`` (the engine's one comparison), with its recorded turn/step and file."""
     for record in journal:
+        found = record.get("divergence")
         si, ci = record.get("scriptIndex"), record.get("callIndex")
-        if not isinstance(si, int) or not isinstance(ci, int) or si >= len(scripts):
+        if not isinstance(found, dict) or not isinstance(si, int) or not isinstance(ci, int):
             continue
-        if ci >= len(scripts[si].entries):
-            continue
-        diff = _diff(scripts, si, ci, record.get("messages"))
-        if diff is not None:
-            who = session_label(record.get("sessionKey"))
-            return (f"first divergence: model call #{ci + 1} of {who} "
-                    f"({_key(scripts[si], ci)}, {_script_name(scripts[si])}): {diff}")
+        who = session_label(record.get("sessionKey"))
+        where = (f" ({_key(scripts[si], ci)}, {_script_name(scripts[si])})"
+                 if si < len(scripts) and ci < len(scripts[si].entries) else "")
+        return f"first divergence: model call #{ci + 1} of {who}{where}: {found.get('text')}"
     return None
 
 
@@ -116,16 +117,20 @@ def failure_report(
     journal: Sequence[dict[str, Any]],
     refused: Sequence[RefusedCall],
     problems: Sequence[str],
+    *,
+    failed: bool = False,
 ) -> list[str]:
-    """Every problem of one scenario's run in a test, one item per line (empty: none)."""
+    """Every problem of one scenario's run in a test, one item per line (empty: none); the
+    first divergence always goes with them, and alone when the test ``failed`` by itself."""
     lines: list[str] = []
     for call in refused:
         lines.extend(describe_refused(scripts, call))
     lines.extend(f"not consumed: {problem}" for problem in problems)
-    if not lines:
-        return []
     divergence = first_divergence(scripts, journal)
+    if not lines and not (failed and divergence is not None):
+        return []
     if divergence is not None:
         lines.append(divergence)
-    head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + " failed:"
+    verb = "failed:" if len(lines) > (divergence is not None) else "left the recording:"
+    head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + f" {verb}"
     return [head, *(f"  {line}" for line in lines)]

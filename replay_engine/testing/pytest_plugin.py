@@ -46,6 +46,7 @@ class Settings:
         record = config.getoption("dsh_replay_record")
         upstream = config.getoption("dsh_replay_upstream")
         self.debug: bool = bool(config.getoption("dsh_replay_debug"))
+        self.strict: bool = bool(config.getoption("dsh_replay_strict"))
         self.record: str | None = record
         self.upstream: str | None = upstream.rstrip("/") if upstream else None
         self.base = Path(config.invocation_params.dir)
@@ -74,6 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "those whose directory holds no scenario yet. Write =all or put it after the paths.")
     group.addoption("--dsh-replay-upstream", dest="dsh_replay_upstream", default=None,
                     metavar="URL", help="the provider base URL to record from (with --dsh-replay-record)")
+    group.addoption("--dsh-replay-strict", dest="dsh_replay_strict", action="store_true",
+                    help="fail every replayed test whose agent left the recording (a request whose "
+                         "new messages differ from the recorded ones, an unrecorded retry), as "
+                         "@pytest.mark.dsh_replay(..., strict=True) does for one test")
     group.addoption("--dsh-replay-debug", dest="dsh_replay_debug", action="store_true",
                     help="serve each test from a dsh-replay-tui on this terminal, to step through "
                          "its calls; the test ends when the debugger is quit")
@@ -82,9 +87,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and check the options."""
     config.addinivalue_line(
-        "markers", f"{MARKER}(scenario, consumed=True): replay the recorded scenario directory to "
-        "the test (relative paths start at the test file's directory); consumed=False lets the "
-        "test leave recorded calls unconsumed")
+        "markers", f"{MARKER}(scenario, consumed=True, strict=False): replay the recorded scenario "
+        "directory to the test (relative paths start at the test file's directory); "
+        "consumed=False lets the test leave recorded calls unconsumed; strict=True fails it when "
+        "the agent's requests leave the recording")
     config.stash[_SETTINGS] = Settings(config)
 
 
@@ -116,7 +122,8 @@ def run_id(nodeid: str) -> str:
 class ScenarioRun:
     """One scenario as one test sees it: where to point clients, and the engine serving it."""
 
-    def __init__(self, owner: DshReplay, scenario: Path, mode: Mode, *, consumed: bool) -> None:
+    def __init__(self, owner: DshReplay, scenario: Path, mode: Mode, *, consumed: bool,
+                 strict: bool = False) -> None:
         self._owner = owner
         self.scenario = scenario
         """The scenario directory (absolute)."""
@@ -124,6 +131,8 @@ class ScenarioRun:
         """``replay`` (in this process), ``record`` (through the recorder) or ``debug``."""
         self.consumed = consumed
         """Whether the test fails unless it consumed every recorded call."""
+        self.strict = strict
+        """Whether a request that left the recording fails the test."""
         self.url = ""
         """The server's root URL."""
         self.run: str | None = None
@@ -198,8 +207,9 @@ class ScenarioRun:
 
         self._unsubscribe = pool.loop.call(begin)
 
-    def report(self, pool: ServerPool | None) -> list[str]:
-        """Every problem of this test's run (empty when the replay went as recorded)."""
+    def report(self, pool: ServerPool | None, *, failed: bool = False) -> list[str]:
+        """Every problem of this test's run (empty when the replay went as recorded); with
+        ``failed`` (the test failed by itself) the first divergence also comes alone."""
         from .diagnosis import display_path, failure_report
 
         if self.mode == "record":
@@ -216,15 +226,18 @@ class ScenarioRun:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run
 
+            consumed, strict = self.consumed, self.strict
+
             def facts() -> tuple[list[SessionScript], list[dict[str, Any]], list[str]]:
+                # refusals come with their own detail below (the live call and its diff)
                 return (engine.scripts, [r.to_json() for r in engine.journal(run)],
-                        engine.consumed_problems(run))
+                        engine.verdict_problems(run, strict=strict, unconsumed=consumed,
+                                                refused=False))
 
             scripts, journal, problems = pool.loop.call(facts)
-        if not self.consumed:
-            problems = []
         shown = display_path(self.scenario, self._owner.base)
-        return failure_report(shown, self.run, scripts, journal, list(self._refused), problems)
+        return failure_report(shown, self.run, scripts, journal, list(self._refused), problems,
+                              failed=failed)
 
     def _debugger_facts(self) -> tuple[list[SessionScript], list[dict[str, Any]], list[str]]:
         import httpx
@@ -274,7 +287,8 @@ class DshReplay:
         self._allow_unconsumed = False
         self.failed_reported = False
 
-    def serve(self, scenario: str | os.PathLike[str], *, consumed: bool = True) -> ScenarioRun:
+    def serve(self, scenario: str | os.PathLike[str], *, consumed: bool = True,
+              strict: bool | None = None) -> ScenarioRun:
         """Serve a scenario directory to this test (relative to the test file's directory).
 
         The first scenario served also sets ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL``
@@ -295,7 +309,8 @@ class DshReplay:
 
             if settings.record == "all" or not holds_scenario(directory):
                 mode = "record"
-        run = ScenarioRun(self, directory, mode, consumed=consumed)
+        run = ScenarioRun(self, directory, mode, consumed=consumed,
+                          strict=settings.strict if strict is None else strict)
         self._runs[directory] = run
         try:
             run.start(pool, settings, self._request.node.nodeid, self._ready_dir)
@@ -396,13 +411,14 @@ class DshReplay:
 
     # -- driven by the plugin ------------------------------------------------------------
 
-    def report(self) -> list[str]:
+    def report(self, *, failed: bool = False) -> list[str]:
+        """Every served scenario's problems (with ``failed``, also a lone first divergence)."""
         pool = self._config.stash.get(_POOL, None)
         lines: list[str] = []
         for run in self._runs.values():
             if self._allow_unconsumed:
                 run.allow_unconsumed()
-            lines.extend(run.report(pool))
+            lines.extend(run.report(pool, failed=failed))
         return lines
 
     def hint(self) -> list[str]:
@@ -441,25 +457,28 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     try:
         marker = request.node.get_closest_marker(MARKER)
         if marker is not None:
-            scenario, consumed = _marker_arguments(marker)
-            replay.serve(scenario, consumed=consumed)
+            scenario, consumed, strict = _marker_arguments(marker)
+            replay.serve(scenario, consumed=consumed, strict=strict)
         yield replay
     finally:
         replay.close()
 
 
-def _marker_arguments(marker: pytest.Mark) -> tuple[str, bool]:
+def _marker_arguments(marker: pytest.Mark) -> tuple[str, bool, bool | None]:
     usage = ("use @pytest.mark.dsh_replay('path/to/scenario') or "
-             "@pytest.mark.dsh_replay('path/to/scenario', consumed=False)")
+             "@pytest.mark.dsh_replay('path/to/scenario', consumed=False, strict=True)")
     if len(marker.args) != 1 or not isinstance(marker.args[0], str | os.PathLike):
         raise pytest.UsageError(f"@pytest.mark.dsh_replay takes one scenario directory; {usage}")
-    unknown = sorted(set(marker.kwargs) - {"consumed"})
+    unknown = sorted(set(marker.kwargs) - {"consumed", "strict"})
     if unknown:
         raise pytest.UsageError(f"@pytest.mark.dsh_replay has no option {', '.join(unknown)}; {usage}")
     consumed = marker.kwargs.get("consumed", True)
     if not isinstance(consumed, bool):
         raise pytest.UsageError(f"@pytest.mark.dsh_replay consumed= must be True or False; {usage}")
-    return str(marker.args[0]), consumed
+    strict = marker.kwargs.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise pytest.UsageError(f"@pytest.mark.dsh_replay strict= must be True or False; {usage}")
+    return str(marker.args[0]), consumed, strict
 
 
 @pytest.fixture(autouse=True)
@@ -478,7 +497,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     except BaseException:
         replay = item.stash.get(_ACTIVE, None)
         if replay is not None:
-            _attach(item, replay, replay.report())
+            _attach(item, replay, replay.report(failed=True))
         raise
     replay = item.stash.get(_ACTIVE, None)
     if replay is not None:

@@ -63,3 +63,14 @@ async def stream_text(sdk: openai.AsyncOpenAI, messages: list[dict[str, Any]] | 
     finally:
         await stream.close()
     return "".join(out)
+
+
+BASIC_PROMPT = [{"role": "user", "content": "What files are in the workspace? Then say hello."}]
+"""basic-chat's recorded first request; ``BASIC_TOOL_TURN`` is its second, with the tool result."""
+BASIC_TOOL_TURN = [
+    *BASIC_PROMPT,
+    {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call_ls_1", "type": "function",
+        "function": {"name": "bash", "arguments": '{"command":"ls"}'}}]},
+    {"role": "tool", "tool_call_id": "call_ls_1", "content": "README.md\nsrc\n"},
+]

@@ -12,7 +12,7 @@ import pytest
 from app.screens.dialect_choice import DialectChoiceScreen
 from app.screens.verdict import VerdictScreen
 from app.widgets.chunk_list import ChunkList
-from tests.app.apptools import client, make_app, stream_text, until
+from tests.app.apptools import BASIC_PROMPT, BASIC_TOOL_TURN, client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.anyio
@@ -35,16 +35,16 @@ async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -
         await app.ready.wait()
         assert "not consumed" in header(app) and "bound 0/1" in header(app)
         sdk = client(app, "agent-1")
-        await stream_text(sdk)
+        await stream_text(sdk, BASIC_PROMPT)  # the recorded conversation: no ≠ anywhere
         await until(app, lambda: "bound 1/1" in header(app), "the binding")
         await until(app, lambda: rows(app)[1].startswith("  ✓ #0"), "call 0 served")
         assert rows(app)[2].startswith(" ›  #1"), rows(app)
         assert "← agent-1 1/2 idle" in rows(app)[0]
         assert app.live_pane.sessions[0].split() == ["agent-1", "1/2", "idle", "[0]",
                                                      "sample-basic-chat"]
-        assert await stream_text(sdk) == ANSWER
+        assert await stream_text(sdk, BASIC_TOOL_TURN) == ANSWER
         await until(app, lambda: "consumed ✓" in header(app), "consumed")
-        assert rows(app)[2].startswith("  ✓ #1")
+        assert rows(app)[2].startswith("  ✓ #1") and "diverged" not in header(app)
         assert any("agent-1 call #1 finished" in line for line in app.live_pane.lines)
         await sdk.close()
         await pilot.press("q")

@@ -183,9 +183,9 @@ def test_unconsumed_calls_fail_unless_opted_out_and_name_the_debugger_command(
     ])
     early = section(result, "test_stops_early")
     assert "not consumed: the anonymous session consumed 1/2 recorded call(s)" in early
-    assert ('first divergence: model call #1 of the anonymous session (turn/step 1/1, '
-            'session.jsonl): live user "hi" ≠ recorded user "What files are in the workspace? '
-            'Then say hello."') in early
+    assert ("first divergence: model call #1 of the anonymous session (turn/step 1/1, "
+            "session.jsonl): user message 1: recorded 'What files are in the workspace? "
+            "Then say hello.', live 'hi'") in early
     assert "open the scenario in the debugger: dsh-replay-tui scenarios/basic-chat" in early
     assert "pytest --dsh-replay-debug test_partial.py::test_stops_early" in early
     never = section(result, "test_never_calls")
@@ -236,21 +236,25 @@ def test_a_binding_error_names_the_call_its_turn_step_and_the_diff(project: pyte
            "but its script has only 2" in extra
     assert ("call: model call #3 of the anonymous session (script 0, session.jsonl): past the "
             "recording, its last recorded call is #2 (turn/step 1/2)") in extra
-    assert 'diff: live user "And now?", which the recording does not have here' in extra
-    assert ('first divergence: model call #2 of the anonymous session (turn/step 1/2, '
-            'session.jsonl): live tool "README.md setup.py" ≠ recorded tool "README.md src"') in extra
+    assert ("diff: user message 1: the live request has 'And now?', which the recording does "
+            "not have here") in extra
+    assert ("first divergence: model call #2 of the anonymous session (turn/step 1/2, "
+            "session.jsonl): tool result call_ls_1: recorded 'README.md src', "
+            "live 'README.md setup.py'") in extra
     swallowed = section(result, "test_error_swallowed_by_the_agent")
     result.stdout.fnmatch_lines(["FAILED test_binding.py::test_error_swallowed_by_the_agent - "
                                  "Failed: dsh-repl*"])
     assert "ConflictError" not in swallowed
-    assert 'diff: live user "Thanks!", which the recording does not have here' in swallowed
+    assert ("diff: user message 1: the live request has 'Thanks!', which the recording does "
+            "not have here") in swallowed
     assert "first divergence" not in swallowed  # the recorded calls were asked as recorded
     second = section(result, "test_a_second_session")
     assert "binding error UNRECORDED_SESSION: a model call arrived from an unrecorded session " \
            "(#2); the scenario recorded only 1 session(s)" in second
     assert ("call: the first model call of session helper; the recorded sessions (session.jsonl) "
             "are all bound already") in second
-    assert 'diff: live user "Summarise src/", which the recording does not have here' in second
+    assert ("diff: user message 1: the live request has 'Summarise src/', which the recording "
+            "does not have here") in second
 
 
 def test_xdist_workers_and_tests_each_replay_in_their_own_run(project: pytest.Pytester) -> None:

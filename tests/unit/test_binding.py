@@ -84,7 +84,12 @@ async def test_no_scripts_at_all() -> None:
     with pytest.raises(UnrecordedSessionError) as caught:
         engine.open_call(None)
     assert "(#1); the scenario recorded only 0 session(s)" in caught.value.message
-    engine.assert_consumed()
+    assert engine.consumed_problems() == []  # SPEC 5's check alone knows nothing of refusals
+    with pytest.raises(NotConsumedError, match="refused with UNRECORDED_SESSION"):
+        engine.assert_consumed()
+    [refused] = engine.journal()
+    assert (refused.outcome, refused.code, refused.script_index) == \
+        ("refused", "UNRECORDED_SESSION", None)
 
 
 @pytest.mark.parametrize(("length", "calls"), [(0, 1), (1, 2), (2, 3)])

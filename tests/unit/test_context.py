@@ -18,7 +18,7 @@ def test_each_call_and_the_slot_after_the_last_have_their_recorded_messages() ->
     script = load_scenario(SAMPLES / "basic-chat").scripts[0]
     assert recorded_context(script, 0) == [
         ContextItem("user", "What files are in the workspace? Then say hello.")]
-    assert recorded_context(script, 1) == [ContextItem("tool", "README.md\nsrc\n")]
+    assert recorded_context(script, 1) == [ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
     first, last = context_range(script, 2) or (0, 0)
     assert first == 21 and last > 21  # after the last call's events: only turn/end remains
     assert recorded_context(script, 2) == []
@@ -59,8 +59,9 @@ def test_a_messages_request_maps_onto_user_and_tool_messages() -> None:
              "content": [{"type": "text", "text": "two"}]},
             {"type": "text", "text": "and then?"}]},
     ]}
-    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n"),
-                                         ContextItem("tool", "two"), ContextItem("user", "and then?")]
+    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n", "t1"),
+                                         ContextItem("tool", "two", "t2"),
+                                         ContextItem("user", "and then?")]
     # The first call: everything after the (absent) last assistant turn; system is not a message.
     first = {"system": "s", "messages": corpus["messages"][:1]}
     assert live_new_messages(first) == [
@@ -85,7 +86,7 @@ def test_a_responses_request_maps_onto_user_and_tool_messages() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "README.md\nsrc\n"},
         {"type": "message", "role": "user", "content": "thanks"},
     ]}
-    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n"),
+    assert live_new_messages(corpus) == [ContextItem("tool", "README.md\nsrc\n", "c1"),
                                          ContextItem("user", "thanks")]
     first = {"instructions": None, "input": corpus["input"][:2]}
     assert live_new_messages(first) == [ContextItem("user", "list files")]

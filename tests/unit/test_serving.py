@@ -379,7 +379,8 @@ async def test_state_snapshot_json() -> None:
     state = engine.state().to_json()
     assert state["bindings"] == [{"sessionKey": "k", "scriptIndex": 0, "cursor": 1, "length": 2,
                                   "status": "idle", "callIndex": None, "chunksServed": 0,
-                                  "readyFile": None}]
+                                  "readyFile": None, "diverged": [], "boundBy": "order",
+                                  "unfinished": []}]
     assert (state["consumed"], state["mode"], state["scripts"]) == (False, "run", 1)
     record = engine.journal()[0].to_json()
     assert (record["outcome"], record["chunksServed"], record["sessionKey"]) == ("finished", 2, "k")

@@ -109,7 +109,10 @@ def test_a_forged_session_id_cannot_forge_verdict_or_log_lines(tmp_path: Path) -
     assert "replay consumed (run default)\n" not in err
     assert all(not line.startswith("replay consumed") for line in err.splitlines())
     assert "s\\nreplay consumed" in err
-    assert out.splitlines() == ["replay consumed (run default)"]
+    # the refused call fails the verdict; the forged id stays escaped inside its problem line
+    assert out.splitlines()[0] == "replay NOT consumed (run default):"
+    assert all(not line.startswith("replay consumed") for line in out.splitlines())
+    assert "s\\nreplay consumed" in out
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -50,7 +50,11 @@ def test_serve_subprocess_driven_by_the_sdk_then_sigterm(tmp_path: Path, samples
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert out.splitlines() == ["replay consumed (run default)"]
+    # "hi" is not the recorded prompt: consumed by position (no --strict), and the divergence said
+    assert out.splitlines() == ["replay consumed (run default)",
+                                "  first divergence: session agent-1: call #0 of script 0 "
+                                "(turn/step 1/1): user message 1: recorded 'What files are in "
+                                "the workspace? Then say hello.', live 'hi'"]
     assert err.splitlines() == [
         "session agent-1 script 0 call 1/2: finished (10 chunks)",
         "session agent-1 script 0 call 2/2: finished (6 chunks)",
@@ -70,8 +74,9 @@ def test_serve_exits_3_when_not_consumed_and_warns_off_loopback(samples: Path) -
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 3
-    assert out.splitlines() == ["replay NOT consumed (run default):",
+    assert out.splitlines()[:2] == ["replay NOT consumed (run default):",
                                     "  - the anonymous session consumed 1/2 recorded call(s)"]
+    assert out.splitlines()[2].startswith("  first divergence: the anonymous session: call #0")
     assert "warning: listening on 0.0.0.0, not loopback" in err
 
 

@@ -119,7 +119,8 @@ async def test_retried_requests_are_marked_in_journal_events_and_serve_log(
         refused = await http.post(CHAT, json={}, headers={"x-stainless-retry-count": "2"})
         journal = (await http.get("/replay/v1/journal")).json()["calls"]
     assert refused.status_code == 409
-    assert [c["retry"] for c in journal] == [False, True]
+    assert [(c["retry"], c["outcome"]) for c in journal] == [
+        (False, "finished"), (True, "finished"), (True, "refused")]
     started = [e.retry for e in watch.events if isinstance(e, ev.CallStarted)]
     failed = [e.retry for e in watch.events if isinstance(e, ev.BindingFailed)]
     assert (started, failed) == ([False, True], [True])

@@ -1,0 +1,39 @@
+"""The recorded context of every call, read once per script and kept until the scripts change:
+what each live request is compared with (divergence, retries, binding by content)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..context import ContextItem, script_contexts
+from ..models import SessionScript
+
+Context = tuple[ContextItem, ...]
+
+
+class RecordedContexts:
+    """Per script, the recorded context before each call (None where the log holds none)."""
+
+    __slots__ = ("_cache", "_scripts")
+
+    def __init__(self, scripts: Sequence[SessionScript]) -> None:
+        self._scripts = scripts
+        self._cache: dict[int, list[Context | None]] = {}
+
+    def replace(self, scripts: Sequence[SessionScript]) -> None:
+        """Forget every context (the scripts were reloaded)."""
+        self._scripts = scripts
+        self._cache.clear()
+
+    def at(self, script_index: int, call_index: int) -> Context | None:
+        """What the recording held before call ``call_index`` of script ``script_index``."""
+        found = self._cache.get(script_index)
+        if found is None:
+            if script_index >= len(self._scripts):
+                return None
+            try:
+                found = script_contexts(self._scripts[script_index])
+            except OSError:
+                found = []  # the log went away since it was loaded: nothing to compare with
+            self._cache[script_index] = found
+        return found[call_index] if 0 <= call_index < len(found) else None

@@ -73,6 +73,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         scenario=args.scenario_path, host=serve.host, port=serve.port, pace=serve.pace,
         providers=serve.providers, ready_dir=serve.ready_dir, url_file=serve.url_file,
         sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
+        strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
     )
 

@@ -67,7 +67,8 @@ class ReplayApp(App[str]):
         own = None if ready_dir is not None else Path(tempfile.mkdtemp(prefix="dsh-replay-tui-ready-"))
         self.state = DebugState(options, ReplayEngine([], pace=options.pace,
                                                       ready_dir=ready_dir or own,
-                                                      journal_limit=options.journal_limit),
+                                                      journal_limit=options.journal_limit,
+                                                      strict=options.strict, bind=options.bind),
                                 own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)

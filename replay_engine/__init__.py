@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         DEFAULT_JOURNAL_LIMIT,
         DEFAULT_RUN,
         BindingState,
+        BindMode,
         CallHandle,
         CallRecord,
         Pace,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         UNFINISHED_CALL,
         AbortedError,
         BindingError,
+        CannotListenError,
         ConfigError,
         DerivationError,
         InputError,
@@ -115,6 +117,7 @@ if TYPE_CHECKING:
     )
     from .server import ReplayServer, is_loopback
     from .server.listen import host_arg, loopback_warning, port_arg
+    from .statuscodes import throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 _LAZY: dict[str, str] = {
@@ -138,6 +141,7 @@ _LAZY: dict[str, str] = {
     "read_recorded_context": "context",
     "recorded_context": "context",
     "DEFAULT_JOURNAL_LIMIT": "engine",
+    "BindMode": "engine",
     "DEFAULT_RUN": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
@@ -160,6 +164,8 @@ _LAZY: dict[str, str] = {
     "ScenarioNotFoundError": "errors",
     "ScriptedFailure": "errors",
     "ScenarioNotLoadedError": "errors",
+    "throw_code_warning": "statuscodes",
+    "CannotListenError": "errors",
     "ScriptExhaustedError": "errors",
     "SidecarError": "errors",
     "UnrecordedSessionError": "errors",
@@ -249,6 +255,7 @@ __all__ = [
     "DEFAULT_JOURNAL_LIMIT",
     "DEFAULT_RUN",
     "EXIT_FAILED",
+    "BindMode",
     "EXIT_NOT_CONSUMED",
     "EXIT_NOT_SERVING",
     "EXIT_OK",
@@ -291,6 +298,7 @@ __all__ = [
     "ScenarioNotFoundError",
     "ScriptEntry",
     "ScenarioNotLoadedError",
+    "CannotListenError",
     "ScriptExhaustedError",
     "ScriptedFailure",
     "SessionHeader",
@@ -336,6 +344,7 @@ __all__ = [
     "read_recorded_context",
     "recorded_context",
     "resolve_scripted_entry",
+    "throw_code_warning",
     "run_demo_agent",
     "DEMO_DIALECTS",
     "CallReport",

@@ -15,6 +15,7 @@ JSON location, the call and what to do about it::
     ├── BindingError                 a live call could not be bound to a script
     │   ├── UnrecordedSessionError   UNRECORDED_SESSION
     │   └── ScriptExhaustedError     SCRIPT_EXHAUSTED
+    ├── CannotListenError            CANNOT_LISTEN: the server's port is busy (exit 4)
     ├── ScenarioNotLoadedError       SCENARIO_NOT_LOADED: a model call while the scenario is broken
     ├── NotConsumedError             NOT_CONSUMED: assert_consumed() found problems
     ├── ScriptedFailure              the code of a ``throw`` entry (AUTH, SERVER, ...)
@@ -220,6 +221,12 @@ class ScriptExhaustedError(BindingError):
     """A session asked for more model calls than its script holds."""
 
     code = SCRIPT_EXHAUSTED
+
+
+class CannotListenError(ReplayError):
+    """The server could not listen on its address (a busy port): nothing is served (exit 4)."""
+
+    code = "CANNOT_LISTEN"
 
 
 class ScenarioNotLoadedError(ReplayError):

@@ -71,3 +71,12 @@ def http_code_status(code: str) -> int | None:
         return None
     number = int(digits)
     return number if 400 <= number <= 599 else None
+
+
+def throw_code_warning(code: str) -> str | None:
+    """What to tell someone who authors a throw with ``code`` outside the known set (None: it
+    is known): a typo would turn a 429 test into a 500 test without a word."""
+    if is_known_throw_code(code):
+        return None
+    return (f"throw code {code!r} is not a known code, so it is served as HTTP "
+            f"{status_for_code(code)}; the known codes are {known_throw_codes()}")

@@ -165,6 +165,8 @@ class ScenarioLoader:
 
     def _load_failed(self, error: ReplayError, initial: bool) -> None:
         self.state.load_error = error
+        if self.state.scenario is None:  # nothing was ever served: model calls answer 503
+            self.state.engine.set_not_loaded(error)
         title = ("Cannot load the scenario — nothing is served until it loads"
                  if self.state.scenario is None
                  else "Reload failed — still serving the last good scripts")

@@ -16,6 +16,7 @@ from replay_engine import (
     ReplayError,
     SidecarError,
     entry_to_json,
+    throw_code_warning,
 )
 
 CHILD_NOTE = (
@@ -74,8 +75,11 @@ def throw_here(draft: OverrideDraft, index: int, message: str, code: str, prefix
         draft.throw_here(index, message, code, prefix)
     except SidecarError as exc:
         return _failed(exc)
-    return EditOutcome(_with_undecided(draft, f"call #{index} now throws {code} after {prefix} "
-                                              "chunk(s)."), index)
+    said = f"call #{index} now throws {code} after {prefix} chunk(s)."
+    warning = throw_code_warning(code)
+    if warning is not None:
+        said += f" Warning: {warning}."
+    return EditOutcome(_with_undecided(draft, said), index)
 
 
 def hang_here(draft: OverrideDraft, index: int, ready_text: str) -> EditOutcome:

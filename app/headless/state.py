@@ -8,6 +8,7 @@ from pathlib import Path
 from replay_engine import (
     DEFAULT_JOURNAL_LIMIT,
     DEFAULT_RUN,
+    BindMode,
     HangEntry,
     Pace,
     ProviderConfig,
@@ -37,6 +38,10 @@ class AppOptions:
     """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
     journal_limit: int = DEFAULT_JOURNAL_LIMIT
     """Calls each run's journal keeps (``--journal-limit``)."""
+    strict: bool = False
+    """A request that left the recording fails the verdict (``--strict``)."""
+    bind: BindMode = "content"
+    """How new sessions claim scripts (``--bind``)."""
     upstream: str | None = None
     """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
     and serve what was recorded."""

@@ -13,7 +13,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import ReplayError
+from ..errors import CannotListenError, ReplayError
+from ..presentation import EXIT_NOT_SERVING
 from .version import VersionAction
 
 Handler = Callable[[argparse.Namespace], int]
@@ -88,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except ReplayError as exc:
         print(f"dsh-replay: error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return 1
+        return EXIT_NOT_SERVING if isinstance(exc, CannotListenError) else 1
     except KeyboardInterrupt:
         return 130
     except OSError as exc:

@@ -13,6 +13,7 @@ several calls, e.g. every unfinished one, the same entry.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..authoring.unfinished import open_draft
 from ..errors import InputError
 from ..presentation import summarize_entry
 from ..scenario.layout import not_a_file
+from ..statuscodes import throw_code_warning
 
 _USAGE = (
     "dsh-replay override SCENARIO (--at N [--at N…] | --append) "
@@ -119,6 +121,9 @@ def _apply(draft: OverrideDraft, args: argparse.Namespace) -> str:
             assert text is not None
             draft.set_entry_text(index, text, args.chunks_file)
     if args.throw is not None:
+        warning = throw_code_warning(args.code)
+        if warning is not None:
+            print(f"dsh-replay: warning: {warning}", file=sys.stderr)
         return f"{calls} {'throw' if len(indices) > 1 else 'throws'} {args.code}"
     if args.hang:
         return f"{calls} {'hang' if len(indices) > 1 else 'hangs'}"

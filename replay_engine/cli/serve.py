@@ -17,13 +17,12 @@ from typing import Any
 
 from ..engine import DEFAULT_RUN, ReplayEngine
 from ..engine import events as ev
-from ..errors import ConfigError
 from ..files import atomic_write
 from ..presentation import EXIT_NOT_CONSUMED, verdict
 from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
-from ..server.listen import loopback_warning
+from ..server.listen import cannot_listen, loopback_warning
 from .serve_options import ServeOptions, add_serve_arguments, serve_options
 
 RETRY_MARK = " [SDK retry]"
@@ -92,7 +91,8 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
 
 async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scenario) -> int:
     engine = ReplayEngine(scenario.scripts, options.pace.ms, pace=options.pace,
-                          ready_dir=options.ready_dir, journal_limit=options.journal_limit)
+                          ready_dir=options.ready_dir, journal_limit=options.journal_limit,
+                          strict=options.strict, bind=options.bind)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
@@ -107,8 +107,7 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
     try:
         url = await server.start()
     except OSError as exc:
-        raise ConfigError(f"cannot listen on {options.host}:{options.port} ({exc.strerror}); "
-                          "pick another --port (0 picks a free one).") from None
+        raise cannot_listen(options.host, options.port, exc) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

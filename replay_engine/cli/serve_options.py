@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine import Pace
+from ..engine.claims import BindMode
 from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
 from ..models import ProviderConfig
@@ -36,6 +37,10 @@ class ServeOptions:
     url_file: Path | None = None
     journal_limit: int = DEFAULT_JOURNAL_LIMIT
     sdk_retries: bool = False
+    strict: bool = False
+    """A call whose request left the recording fails the verdict (``--strict``)."""
+    bind: BindMode = "content"
+    """How new sessions claim scripts (``--bind``)."""
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +62,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal-limit", type=_journal_limit, default=DEFAULT_JOURNAL_LIMIT,
                         metavar="N", help="calls each run's journal keeps; older ones are "
                         f"dropped (default {DEFAULT_JOURNAL_LIMIT})")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail the verdict when a request leaves the recording (its new "
+                        "messages or tool results differ from the recorded ones) or a retry takes "
+                        "a recorded call the recording has no retry for (default: position only, "
+                        "and the first divergence is reported)")
+    parser.add_argument("--bind", choices=("content", "order"), default="content",
+                        help="how a new session claims a script: content (default: the one its "
+                        "parent announced, else the one whose first recorded request it matches, "
+                        "else first-call order) or order (first-call order alone, as SPEC 5)")
     parser.add_argument("--sdk-retries", action="store_true",
                         help="let client SDKs retry error answers as with a real provider (by "
                         "default errors carry x-should-retry: false, so a retry cannot consume "
@@ -81,6 +95,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         host=args.host, port=args.port, allow_hosts=tuple(args.allow_host), pace=pace,
         providers=config.providers if config else None, ready_dir=args.ready_dir,
         url_file=args.url_file, journal_limit=args.journal_limit, sdk_retries=args.sdk_retries,
+        strict=args.strict, bind=args.bind,
     )
 
 

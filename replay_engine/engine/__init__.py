@@ -12,6 +12,7 @@ observers receive and the hub that delivers it.
 from __future__ import annotations
 
 from . import events
+from .claims import BindMode
 from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
 from .pacing import Pace
 from .state import (
@@ -27,6 +28,7 @@ from .state import (
 
 __all__ = [
     "DEFAULT_JOURNAL_LIMIT",
+    "BindMode",
     "DEFAULT_RUN",
     "HANG_PREFIX",
     "BindingState",

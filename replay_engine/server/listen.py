@@ -12,6 +12,7 @@ import argparse
 import errno
 import socket
 
+from ..errors import CannotListenError
 from .guard import is_loopback
 
 __all__ = [
@@ -91,3 +92,9 @@ def loopback_warning(host: str, exposes: str = SERVING_EXPOSES, *,
     if allow_hosts:
         text += "; add --allow-host NAME for the names clients use to reach it"
     return text + "."
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> CannotListenError:
+    """The error of a server that could not listen, for every front end (exit 4 in each)."""
+    return CannotListenError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick "
+                             "another --port (0 picks a free one).")

@@ -121,8 +121,8 @@ SEARCH_BAR_KEYS: tuple[Key, ...] = (
 APP_KEYS: tuple[Key, ...] = (
     Key("l", "reload", "Reload", "Reload the scenario from disk now.", "Scenario"),
     Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server; it "
-        "asks which wire to speak (openai chat completions, anthropic Messages or OpenAI "
-        "Responses), each through its official SDK.", "Scenario"),
+        "asks which wire to speak (openai chat completions, anthropic Messages, OpenAI "
+        "Responses or Google Gemini), each through its official SDK.", "Scenario"),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario"),
     Key("s", "stop_recording", "Stop recording", "Record mode (--record --upstream URL): stop "

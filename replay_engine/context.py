@@ -209,10 +209,13 @@ def live_new_messages(messages: Any) -> list[ContextItem]:
     """The messages of a live request after its last assistant turn (what is new).
 
     ``messages`` is what the engine journals for the call: a chat-completions ``messages``
-    list, a Messages request's ``{"system", "messages"}`` or a Responses request's
-    ``{"instructions", "input"}``; each maps onto the same user and tool messages.
+    list, a Messages request's ``{"system", "messages"}``, a Responses request's
+    ``{"instructions", "input"}`` or a Gemini request's ``{"systemInstruction", "contents"}``;
+    each maps onto the same user and tool messages.
     """
     if isinstance(messages, dict):
+        if "contents" in messages or "systemInstruction" in messages:
+            return _gemini_new_parts(messages.get("contents"))
         if "input" in messages or "instructions" in messages:
             return _responses_new_items(messages.get("input"))
         if "messages" in messages:
@@ -301,6 +304,40 @@ def _responses_new_items(items: Any) -> list[ContextItem]:
             call_id = item.get("call_id")
             out.append(ContextItem("tool", content_text(item.get("output")),
                                    call_id if isinstance(call_id, str) else None))
+    return out
+
+
+def function_response_text(response: Any) -> str:
+    """The text of a Gemini ``functionResponse.response``: the lone string it wraps
+    (``{"output": "..."}``, as clients write a tool's result), else its JSON."""
+    if isinstance(response, dict) and len(response) == 1:
+        (value,) = response.values()
+        if isinstance(value, str):
+            return value
+    return content_text(response)
+
+
+def _gemini_new_parts(contents: Any) -> list[ContextItem]:
+    """Gemini API: the user turns' text parts and their ``functionResponse`` parts, in order."""
+    if isinstance(contents, str):
+        return [ContextItem("user", contents)]
+    if not isinstance(contents, list):
+        return []
+    out: list[ContextItem] = []
+    for content in _after_last(contents, lambda c: isinstance(c, dict) and c.get("role") == "model"):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        texts: list[str] = []
+        for part in parts if isinstance(parts, list) else []:
+            answer = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(answer, dict):
+                if texts:
+                    out.append(ContextItem("user", "\n".join(texts)))
+                    texts = []
+                out.append(ContextItem("tool", function_response_text(answer.get("response"))))
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if texts:
+            out.append(ContextItem("user", "\n".join(texts)))
     return out
 
 

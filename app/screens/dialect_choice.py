@@ -1,4 +1,5 @@
-"""Asks which wire the demo agent speaks before it runs: chat completions, Messages or Responses."""
+"""Asks which wire the demo agent speaks before it runs: chat completions, Messages, Responses
+or Gemini."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-DemoDialect = Literal["openai", "anthropic", "responses"]
+DemoDialect = Literal["openai", "anthropic", "responses", "gemini"]
 """The dialects the demo agent can drive (replay_engine's DEMO_DIALECTS)."""
 
 CHOICES: tuple[tuple[DemoDialect, str], ...] = (
     ("openai", "1  openai     chat completions, the openai SDK  (POST /v1/chat/completions)"),
     ("anthropic", "2  anthropic  Messages, the anthropic SDK's messages.stream  (POST /v1/messages)"),
     ("responses", "3  responses  Responses, the openai SDK's responses.stream  (POST /v1/responses)"),
+    ("gemini", "4  gemini     Gemini, google-genai's generate_content_stream  "
+               "(POST /v1/models/{model}:streamGenerateContent)"),
 )
 """Each dialect and how the chooser lists it."""
 
@@ -38,6 +41,7 @@ class DialectChoiceScreen(ModalScreen[DemoDialect | None]):
         Binding("1", "choose('openai')", "openai"),
         Binding("2", "choose('anthropic')", "anthropic"),
         Binding("3", "choose('responses')", "responses"),
+        Binding("4", "choose('gemini')", "gemini"),
         Binding("escape", "cancel", "Cancel"),
     ]
 
@@ -47,7 +51,7 @@ class DialectChoiceScreen(ModalScreen[DemoDialect | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("Run the demo agent over which wire? (Enter or 1-3; Esc cancels)",
+            yield Static("Run the demo agent over which wire? (Enter or 1-4; Esc cancels)",
                          id="dialect-question")
             yield OptionList(*(Option(label, id=name) for name, label in CHOICES),
                              id="dialect-options")

@@ -48,6 +48,7 @@ def register(subparsers: Any) -> None:
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
     p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",
                    help="the wire to drive: openai (chat completions), anthropic (Messages, the "
-                        "anthropic SDK's messages.stream) or responses (the openai SDK's "
-                        "responses.stream); default openai")
+                        "anthropic SDK's messages.stream), responses (the openai SDK's "
+                        "responses.stream) or gemini (google-genai's generate_content_stream); "
+                        "default openai")
     p.set_defaults(handler=_cmd_demo_agent)

@@ -26,11 +26,10 @@ from typing import Any
 
 from ..jsonnumbers import as_safe_integer
 from ..statuscodes import code_for_status
+from ..wire.gemini import ROUTES
 from .dialect import Chunk, RequestMessage, SseEvent, StreamFailure, rebuild_events, upstream_error_message
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "max-tokens"}
-_ROUTES = tuple(f"/{version}/models/{{model}}:{method}" for version in ("v1beta", "v1")
-                for method in ("generateContent", "streamGenerateContent"))
 
 
 @dataclass(slots=True)
@@ -202,7 +201,7 @@ class Gemini:
     """The Google Gemini wire (SPEC 8.6)."""
 
     name: str = "gemini"
-    routes: tuple[str, ...] = _ROUTES
+    routes: tuple[str, ...] = ROUTES
 
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
         """``systemInstruction`` a ``system`` message, user text a ``user`` one, each

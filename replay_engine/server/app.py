@@ -8,7 +8,6 @@ itself tells the app with ``set_app_scenario`` so ``/replay/v1/scripts`` follows
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,19 +21,19 @@ from ..engine import ReplayEngine
 from ..models import ProviderConfig
 from ..wire.anthropic import MessagesDialect
 from ..wire.dialect import Dialect
+from ..wire.gemini import GeminiDialect
 from ..wire.native import NativeDialect
 from ..wire.openai_chat import ChatDialect
 from ..wire.responses import ResponsesDialect
 from .control import Catalog, Control, Endpoint
 from .model_calls import ModelCall
+from .preamble import bare_path
 from .served import ScenarioSource, Served
-
-_PREFIXES = re.compile(r"^(?:/runs/[^/]+)?(?:/sessions/[^/]+)?")
 
 
 def default_dialects() -> list[Dialect]:
     """The dialects every app serves."""
-    return [ChatDialect(), MessagesDialect(), ResponsesDialect(), NativeDialect()]
+    return [ChatDialect(), MessagesDialect(), ResponsesDialect(), GeminiDialect(), NativeDialect()]
 
 
 def _error_handler(status: int, code: str, dialects: Sequence[Dialect]
@@ -53,7 +52,7 @@ def _error_handler(status: int, code: str, dialects: Sequence[Dialect]
                        + (f"; use {allow}" if allow else ""))
         else:
             message = f"internal error while answering {request.method} {path}"
-        bare = _PREFIXES.sub("", path, count=1)
+        bare = bare_path(path)
         dialect = next((d for d in dialects if d.owns(bare)), fallback)
         body = dialect.error_body(message, code, status)
         return JSONResponse(body, status_code=status, headers=headers)

@@ -101,9 +101,11 @@ class CallStream:
 
     def __init__(self, handle: CallHandle, wire: StreamEncoder, dialect: Dialect,
                  streams: StreamCount | None = None,
-                 error_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+                 error_headers: Sequence[tuple[bytes, bytes]] = (), *,
+                 media_type: bytes | None = None) -> None:
         self.handle = handle
         self.wire = wire
+        self.media_type = media_type or dialect.media_type
         self.dialect = dialect
         self.streams = streams or StreamCount()
         self.error_headers = error_headers
@@ -113,7 +115,7 @@ class CallStream:
         dialect = self.dialect
         errors_as_status = dialect.errors_as_status
         start = {"type": "http.response.start", "status": 200,
-                 "headers": [(b"content-type", dialect.media_type), (b"cache-control", b"no-cache"),
+                 "headers": [(b"content-type", self.media_type), (b"cache-control", b"no-cache"),
                              (b"x-accel-buffering", b"no")]}
 
         async def body(chunks: AsyncIterator[dict[str, Any]]) -> None:

@@ -13,10 +13,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from ..errors import ReplayError
-from ..wire.dialect import Dialect
+from ..wire.dialect import Dialect, RouteInfo
 from ..wire.jsonbytes import JSONResponse
 from .calls import CallCompletion, CallStream
-from .preamble import is_retry, request_session
+from .preamble import bare_path, is_retry, request_session
 from .request_body import read_json_body
 from .served import Served
 
@@ -42,7 +42,8 @@ class ModelCall:
         try:
             body = await read_json_body(request)
             session = request_session(request, body if dialect.session_in_body else None)
-            call = dialect.request(body)
+            call = dialect.read(body, RouteInfo(
+                bare_path(request.url.path), dict(request.path_params), dict(request.query_params)))
             handle = await self.served.engine.open_call_async(
                 session, call.corpus, run=run, model=call.model, retry=is_retry(request),
                 dialect=dialect.name)
@@ -50,7 +51,8 @@ class ModelCall:
             return self.error(exc)
         if call.stream:
             return CallStream(handle, dialect.encoder(call, handle.entry), dialect,
-                              self.served.streams, self.no_retry_raw)
+                              self.served.streams, self.no_retry_raw,
+                              media_type=dialect.stream_media_type(call))
         label = (f"session {session or 'anonymous'}, script {handle.script_index}, call "
                  f"{handle.call_index}, run {run}")
         return CallCompletion(handle, dialect, call, label, self.no_retry_raw)

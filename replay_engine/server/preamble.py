@@ -3,6 +3,7 @@ whether the request is an SDK's retry, and the no-retry header its error answers
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -15,6 +16,14 @@ NO_RETRY = {"x-should-retry": "false"}
 a scripted failure (which would consume the next recorded call behind the agent's back)."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 """The header the Stainless-made SDKs (openai, anthropic) number their retries with."""
+
+
+_PREFIXES = re.compile(r"^(?:/runs/[^/]+)?(?:/sessions/[^/]+)?")
+
+
+def bare_path(path: str) -> str:
+    """``path`` without its ``/runs/{run}`` and ``/sessions/{id}`` prefixes (a dialect's route)."""
+    return _PREFIXES.sub("", path, count=1)
 
 
 def is_retry(request: Request) -> bool:

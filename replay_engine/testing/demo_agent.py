@@ -2,9 +2,9 @@
 
 It reads ``GET /replay/v1/scripts`` and plays each session one after another
 (primary first, since binding follows first-call order) through the official SDK
-of one dialect (openai chat completions, the anthropic SDK's Messages stream, or
-the openai SDK's Responses stream), so a newcomer can watch cursors move without
-an agent of their own. Hang calls are cancelled through the control API once they
+of one dialect (openai chat completions, the anthropic SDK's Messages stream, the
+openai SDK's Responses stream, or google-genai's Gemini stream), so a newcomer can
+watch cursors move without an agent of their own. Hang calls are cancelled through the control API once they
 are in place; throw calls are expected to fail with their scripted code.
 """
 
@@ -22,6 +22,8 @@ from typing import Any, cast
 import httpx
 
 from ..errors import ABORTED, BINDING_CODES, ConfigError, ServerUnreachableError
+from .demo_gemini import GEMINI_FINISH, stream_gemini
+from .demo_result import Streamed as _Streamed
 
 HANG_TIMEOUT_S = 10.0
 """How long to wait for a hang call to be in place, and for its stream to end once cancelled."""
@@ -29,17 +31,19 @@ HANG_TIMEOUT_S = 10.0
 POLL_S = 0.02
 """Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
 
-DEMO_DIALECTS = ("openai", "anthropic", "responses")
-"""The wires the demo agent can drive: chat completions, Anthropic Messages, OpenAI Responses."""
+DEMO_DIALECTS = ("openai", "anthropic", "responses", "gemini")
+"""The wires the demo agent can drive: chat completions, Anthropic Messages, OpenAI Responses,
+Google Gemini."""
 
 FINISH_REASONS: dict[str, dict[str, str]] = {
     "openai": {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"},
     "anthropic": {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"},
     "responses": {"stop": "completed", "tool-calls": "completed",
                   "max-tokens": "incomplete (max_output_tokens)"},
+    "gemini": GEMINI_FINISH,
 }
 """Per dialect, recorded finish kinds and what the SDK reports for them (SPEC 8.1, 8.4, 8.5):
-``finish_reason``, ``stop_reason``, or the final response's status."""
+``finish_reason``, ``stop_reason``, the final response's status, or ``finishReason``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,21 +82,6 @@ class DemoResult:
     def ok(self) -> bool:
         """True when every call behaved as scripted and the run is consumed."""
         return self.consumed and not self.failures
-
-
-@dataclass(slots=True)
-class _Streamed:
-    """What the SDK assembled from one streamed call."""
-
-    events: int = 0
-    """Server-sent events received (not the recorded chunks: the wire may merge or split them)."""
-    text: str = ""
-    reasoning: str = ""
-    tools: dict[int, dict[str, str]] = field(default_factory=dict)
-    finish: str | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    status: int | None = None
 
 
 def _expected_text(chunks: list[dict[str, Any]]) -> str:
@@ -176,12 +165,22 @@ class _Driver:
 
             self.anthropic = anthropic.AsyncAnthropic(api_key="replay", base_url=self.prefix,
                                                       max_retries=0, timeout=60.0)
+        self.gemini: Any = None
+        if dialect == "gemini":
+            from google import genai
+            from google.genai import types
+
+            self.gemini = genai.Client(api_key="replay", http_options=types.HttpOptions(
+                base_url=self.prefix, timeout=60_000))
         self.model = "replay-demo"
 
     async def close(self) -> None:
         await self.client.close()
         if self.anthropic is not None:
             await self.anthropic.close()
+        if self.gemini is not None:
+            await self.gemini.aio.aclose()
+            self.gemini.close()
         await self.http.aclose()
 
     async def _get(self, route: str) -> Any:
@@ -365,6 +364,11 @@ class _Driver:
             return await self._stream_messages(session, messages)
         if self.dialect == "responses":
             return await self._stream_responses(session, messages)
+        if self.dialect == "gemini":
+            try:
+                return await stream_gemini(self.gemini, self.model, session, messages)
+            except httpx.TransportError as exc:
+                raise _unreachable(self.server, exc) from None
         return await self._stream_chat(session, messages)
 
     async def _stream_messages(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
@@ -537,7 +541,8 @@ class _Driver:
         messages.append(message)
 
 
-FINISH_NAMES = {"openai": "finish_reason", "anthropic": "stop_reason", "responses": "status"}
+FINISH_NAMES = {"openai": "finish_reason", "anthropic": "stop_reason", "responses": "status",
+                "gemini": "finishReason"}
 """What each dialect calls the way a call ended."""
 
 

@@ -10,6 +10,7 @@ dialects; it knows none of their formats.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -63,6 +64,19 @@ class CallRequest:
     """Dialect-specific request flags (e.g. chat's ``stream_options.include_usage``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RouteInfo:
+    """Where a model-call request arrived: for dialects whose path or query says what the body
+    does not (Gemini's model and method in the path, ``alt=sse`` in the query)."""
+
+    path: str
+    """The request path without run and session prefixes."""
+    params: Mapping[str, str] = field(default_factory=dict)
+    """The route's path parameters (``model`` on Gemini routes)."""
+    query: Mapping[str, str] = field(default_factory=dict)
+    """The query parameters."""
+
+
 class Dialect(ABC):
     """One wire dialect: routes, request reading, encoder, assembler and error mapping."""
 
@@ -86,6 +100,14 @@ class Dialect(ABC):
     @abstractmethod
     def request(self, body: dict[str, Any]) -> CallRequest:
         """Read a request body (BadRequest when the dialect cannot serve it)."""
+
+    def read(self, body: dict[str, Any], route: RouteInfo) -> CallRequest:
+        """Read a request from its body and where it arrived (most dialects need the body only)."""
+        return self.request(body)
+
+    def stream_media_type(self, call: CallRequest) -> bytes:
+        """Content type of this call's streamed answer (one per dialect unless it says otherwise)."""
+        return self.media_type
 
     @abstractmethod
     def encoder(self, call: CallRequest, entry: AnyEntry) -> StreamEncoder:

@@ -1,5 +1,6 @@
 """The debugger's stepping and cancel keys hold and end the calls of an Anthropic Messages
-client and an OpenAI Responses client exactly as they do a chat-completions one."""
+client, an OpenAI Responses client and a google-genai client exactly as they do a
+chat-completions one."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from google.genai import errors as genai_errors
 from textual.widgets import Static, TabbedContent
 
 from app.screens.dialect_choice import DialectChoiceScreen
 from tests.app.apptools import make_app, until
 from tests.app.test_call_pane import plain
+from tests.compat.gemini_helpers import connected
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.anyio
@@ -59,9 +62,25 @@ async def responses_text(base: str, session: str) -> str:
         await client.close()
 
 
+async def gemini_text(base: str, session: str) -> str:
+    """One ``generate_content_stream`` call of google-genai; the text of its parts."""
+    async with connected(base, session=session) as api:
+        try:
+            text = ""
+            async for response in await api.aio.models.generate_content_stream(
+                    model="gemini-replay", contents="hi"):
+                text += response.text or ""
+            return text
+        except genai_errors.APIError as exc:
+            if exc.details["error"]["details"][0]["reason"] == "ABORTED":
+                raise Aborted() from None
+            raise
+
+
 Client = Callable[[str, str], Awaitable[str]]
 CLIENTS = [pytest.param(messages_text, "anthropic", id="messages"),
-           pytest.param(responses_text, "responses", id="responses")]
+           pytest.param(responses_text, "responses", id="responses"),
+           pytest.param(gemini_text, "gemini", id="gemini")]
 
 
 @pytest.mark.parametrize(("run", "dialect"), CLIENTS)
@@ -106,7 +125,8 @@ async def test_cancel_key_ends_the_clients_hang_with_aborted(run: Client, dialec
 
 
 @pytest.mark.parametrize(("key", "dialect", "finish"), [("2", "anthropic", "end_turn"),
-                                                       ("3", "responses", "completed")])
+                                                       ("3", "responses", "completed"),
+                                                       ("4", "gemini", "STOP")])
 async def test_demo_key_asks_the_dialect_and_drives_it(key: str, dialect: str, finish: str) -> None:
     app = make_app(BASIC)
     async with app.run_test(size=(160, 40)) as pilot:

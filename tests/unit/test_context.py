@@ -98,6 +98,31 @@ def test_a_responses_request_maps_onto_user_and_tool_messages() -> None:
     assert live_new_messages(after_text) == [ContextItem("user", "c")]
 
 
+def test_a_gemini_request_maps_onto_user_and_tool_messages() -> None:
+    corpus = {"systemInstruction": {"parts": [{"text": "Be terse."}]}, "contents": [
+        {"role": "user", "parts": [{"text": "What files are in the workspace?"}]},
+        {"role": "model", "parts": [{"text": "Looking.", "thought": True},
+                                    {"functionCall": {"id": "t1", "name": "bash", "args": {}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"id": "t1", "name": "bash",
+                                  "response": {"output": "README.md\nsrc\n"}}},
+            {"functionResponse": {"id": "t2", "name": "cat", "response": {"a": 1, "b": "x"}}},
+            {"text": "and then?"}]},
+    ]}
+    assert live_new_messages(corpus) == [
+        ContextItem("tool", "README.md\nsrc\n"), ContextItem("tool", '{"a": 1, "b": "x"}'),
+        ContextItem("user", "and then?")]
+    first = {"systemInstruction": None, "contents": corpus["contents"][:1]}
+    assert live_new_messages(first) == [ContextItem("user", "What files are in the workspace?")]
+    # Compared with the recording like a chat request is.
+    script = load_scenario(SAMPLES / "basic-chat").scripts[0]
+    recorded = recorded_context(script, 1) or []
+    one_result = [*corpus["contents"][:2], {"role": "user", "parts": corpus["contents"][2]["parts"][:1]}]
+    rows = diff_context(live_new_messages({"systemInstruction": None, "contents": one_result}),
+                        recorded)
+    assert [mark for mark, _, _ in rows] == ["="]
+
+
 def test_unknown_request_shapes_map_to_nothing() -> None:
     assert live_new_messages({"prompt": "x"}) == []
     assert live_new_messages({"messages": "not a list"}) == []

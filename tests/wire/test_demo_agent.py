@@ -218,12 +218,15 @@ async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
         assert out.splitlines()[-1].startswith("NOT consumed: session someone-else consumed 1/2")
 
 
-# -- the Messages and Responses dialects ------------------------------------------------------
+# -- the Messages, Responses and Gemini dialects ----------------------------------------------
 
-DIALECT_FINISH = {"anthropic": ("tool_use", "end_turn"), "responses": ("completed", "completed")}
+DIALECT_FINISH = {"anthropic": ("tool_use", "end_turn"), "responses": ("completed", "completed"),
+                  "gemini": ("STOP", "STOP")}
+LIMITS = {"anthropic": "max_tokens", "responses": "incomplete (max_output_tokens)",
+          "gemini": "MAX_TOKENS"}
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "responses"])
+@pytest.mark.parametrize("dialect", ["anthropic", "responses", "gemini"])
 async def test_basic_chat_on_each_dialect_is_driven_to_consumed(samples: Path, dialect: str) -> None:
     lines: list[str] = []
     async with serve_scenario(samples / "basic-chat", port=0) as server:
@@ -243,6 +246,13 @@ async def test_basic_chat_on_each_dialect_is_driven_to_consumed(samples: Path, d
                                         "input": {"command": "ls"}}]
         assert turns[2]["content"][0]["type"] == "tool_result"
         assert turns[2]["content"][0]["tool_use_id"] == "call_ls_1"
+    elif dialect == "gemini":
+        contents = second["contents"]
+        assert [c["role"] for c in contents] == ["user", "model", "user"]
+        assert contents[1]["parts"] == [{"functionCall": {"id": "call_ls_1", "name": "bash",
+                                                          "args": {"command": "ls"}}}]
+        answer = contents[2]["parts"][0]["functionResponse"]
+        assert (answer["id"], answer["name"]) == ("call_ls_1", "bash")
     else:
         items = second["input"]
         assert [i["type"] for i in items] == ["message", "function_call", "function_call_output"]
@@ -251,7 +261,7 @@ async def test_basic_chat_on_each_dialect_is_driven_to_consumed(samples: Path, d
         assert items[2]["call_id"] == "call_ls_1"
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "responses"])
+@pytest.mark.parametrize("dialect", ["anthropic", "responses", "gemini"])
 async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect: str) -> None:
     text = _chunks_entry("x")["chunks"]
     scenario = _write_scenario(tmp_path / "scenario", [
@@ -275,7 +285,7 @@ async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect:
     assert "threw AUTH as scripted (HTTP 401)" in outcomes[0]
     assert "threw SERVER as scripted (after" in outcomes[1]
     assert "readyFile hang-ready" in outcomes[2] and "ABORTED" in outcomes[2]
-    limit = "max_tokens" if dialect == "anthropic" else "incomplete (max_output_tokens)"
+    limit = LIMITS[dialect]
     assert f"finish {limit}, 'x'" in outcomes[3]
     assert "recorded error finish CONTEXT_WINDOW_EXCEEDED" in outcomes[4]
     assert "'after all that'" in outcomes[5]
@@ -293,22 +303,26 @@ def test_expected_finish_reads_each_dialects_names() -> None:
     assert demo_agent._expected_finish([error], "openai") == "server"
     assert demo_agent._expected_finish([error], "responses") == "error SERVER"
     assert demo_agent._expected_finish([], "anthropic") is None
+    assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "gemini") == "STOP"
+    assert demo_agent._expected_finish([error], "gemini") == "error SERVER"
 
 
 async def test_an_unknown_dialect_is_a_config_error(samples: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown demo-agent dialect 'grpc'.*openai, anthropic, responses"):
+    with pytest.raises(ConfigError, match="unknown demo-agent dialect 'grpc'.*openai, anthropic, responses, gemini"):
         await run_demo_agent("http://127.0.0.1:1", out=lambda line: None, dialect="grpc")
 
 
-async def test_cli_dialect_flag_drives_the_messages_route(samples: Path) -> None:
+@pytest.mark.parametrize(("dialect", "finish"), [("anthropic", "end_turn"), ("gemini", "STOP")])
+async def test_cli_dialect_flag_drives_the_dialects_route(samples: Path, dialect: str,
+                                                         finish: str) -> None:
     exe = shutil.which("dsh-replay")
     command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]
     async with serve_scenario(samples / "basic-chat", port=0) as server:
         proc = await asyncio.create_subprocess_exec(
-            *command, "demo-agent", server.url, "--dialect", "anthropic",
+            *command, "demo-agent", server.url, "--dialect", dialect,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         out, _ = await proc.communicate()
         journal = server.engine.journal()
     assert proc.returncode == 0, out.decode()
-    assert "finish end_turn" in out.decode()
-    assert [r.dialect for r in journal] == ["anthropic", "anthropic"]
+    assert f"finish {finish}" in out.decode()
+    assert [r.dialect for r in journal] == [dialect, dialect]

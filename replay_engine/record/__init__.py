@@ -14,7 +14,8 @@ event loop::
     # on exit the logs are finished; rec.problems says why the scenario would not load, if so
 
 ``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
-listener=None, on_failure=None)``: ``pack`` writes runs of deltas as packed rows; ``force``
+log_format="v1", listener=None, on_failure=None)``: ``pack`` writes runs of deltas as packed
+rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b settlements); ``force``
 records into a directory that already holds a scenario, keeping its files as ``.bak`` (else
 InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is refused
 (``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a :class:`CallReport` per
@@ -44,7 +45,7 @@ from .dialect import RecordDialect
 from .dialects import DIALECTS
 from .openai_chat import OPENAI_CHAT
 from .proxy import NETWORK, RecordProxy, check_upstream
-from .writer import ScenarioRecorder
+from .writer import DEFAULT_FORMAT, ScenarioRecorder
 
 __all__ = [
     "DIALECTS",
@@ -101,13 +102,13 @@ class Recording:
 @contextlib.asynccontextmanager
 async def record_scenario(directory: str | Path, upstream: str, *, host: str = "127.0.0.1",
                           port: int = 0, pack: bool = False, force: bool = False,
-                          listener: Listener | None = None,
+                          log_format: str = DEFAULT_FORMAT, listener: Listener | None = None,
                           on_failure: FailureListener | None = None) -> AsyncIterator[Recording]:
     """Record into ``directory`` from ``upstream`` while the block runs; finishes the logs on
     exit (a call still streaming then is not recorded) and raises the recording's failure,
     if it had one."""
     check_upstream(upstream)  # before the directory is touched
-    recorder = ScenarioRecorder(directory, pack=pack, force=force)
+    recorder = ScenarioRecorder(directory, pack=pack, force=force, log_format=log_format)
     if listener is not None:
         recorder.listeners.append(listener)
     if on_failure is not None:

@@ -62,7 +62,7 @@ class CallReport:
     code: str | None = None
     message: str | None = None
     problem: str | None = None
-    """Why the scenario will not load as recorded (a child's failed call), if so."""
+    """Why the scenario will not load, or replay, as recorded (a child's failed call), if so."""
 
     @property
     def failed(self) -> bool:

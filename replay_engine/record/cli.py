@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from ..server.listen import RECORDING_EXPOSES, add_listen_arguments, loopback_warning
 from . import CallReport, Recording, record_scenario
+from .writer import DEFAULT_FORMAT, FORMATS
 
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 
@@ -40,7 +41,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--url-file", default=None, metavar="FILE",
                    help="also write the base URL to FILE (atomically)")
     p.add_argument("--pack", action="store_true",
-                   help="write runs of deltas as packed rows (smaller logs)")
+                   help="write runs of deltas as packed rows (smaller logs; v1 only: v4 streams "
+                   "are always compact)")
+    p.add_argument("--format", dest="log_format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
+                   help="log generation to write: v1 (session.jsonl, session.N.jsonl; the "
+                   "default) or v4 (session.v4.jsonl, session.N.v4.jsonl: one settlement event "
+                   "per call, its stream as compact records)")
     p.add_argument("--force", action="store_true",
                    help="record into a directory holding a scenario; its files are kept as .bak")
     p.set_defaults(handler=run_record)
@@ -93,6 +99,7 @@ async def _record(args: argparse.Namespace) -> int:
         try:
             context = record_scenario(args.scenario, args.upstream, host=args.host,
                                       port=args.port, pack=args.pack, force=args.force,
+                                      log_format=args.log_format,
                                       listener=show, on_failure=lambda _: stop.set())
             recording = await context.__aenter__()
         except OSError as exc:

@@ -7,7 +7,9 @@ advances), ``step/start``, one ``user/message`` / ``tool/result`` per new reques
 start (calls of one session are logged in request order, however they finish), so a killed
 recorder leaves only whole calls. An upstream failure of the primary makes
 ``replay.override.json`` the bare list deciding it; a child's failure is reported, naming the
-call. Text is written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
+call. ``--format v4`` writes ``session[.N].v4.jsonl`` instead (SPEC 2b): per call one settlement
+event holding its compact stream (record/settlement.py) in place of the chunk events. Text is
+written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
 client's secrets redacted; a write that fails (disk full, permissions) is cut back to the last
 whole call and stops the recording with a typed error.
 """
@@ -22,15 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from ..authoring.compare import render_document
-from ..errors import RECORD_WRITE, InputError, ReplayError
+from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
 from ..files import atomic_write
 from ..jsonlimits import json_text
-from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, child_log_name
+from ..scenario.layout import SIDECAR_NAME, log_file_name
 from ..scenario.sidecar import validate_sidecar
 from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
 from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
 from .directory import lock_directory, prepare_directory
 from .redact import Redactor
+from .settlement import FORMAT_VERSION, run_key, run_record, settlement
+
+FORMATS = {"v1": 0, "v4": FORMAT_VERSION}
+"""``record --format``: the log generation each format writes (0 = legacy names, SPEC 2b.1)."""
+DEFAULT_FORMAT = "v1"
 
 STOPPED = "ABORTED"
 """Failure code of a call still streaming when the recording stopped, written (as failed)
@@ -45,11 +52,12 @@ class SessionLog:
     """One session's log file, its seq counter and the turn/step inference."""
 
     def __init__(self, recorder: ScenarioRecorder, path: Path, session: str | None,
-                 created_at: int) -> None:
+                 created_at: int, *, primary: bool) -> None:
         self.recorder = recorder
         self.path = path
         self.session = session
-        self.primary = path.name == PRIMARY_NAME
+        self.primary = primary
+        self.generation = recorder.generation
         self.seq = 0
         self.turn = 0
         self.step = 0
@@ -60,8 +68,12 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
-        header = {"type": "session", "id": self.id, "createdAt": created_at, "seedLength": 0,
-                  "recordedBy": recorder_version()}
+        header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
+                                  "seedLength": 0, "recordedBy": recorder_version()}
+        if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
+            header = {"type": "session", "version": self.generation, "id": self.id,
+                      "createdAt": created_at, "isSeeded": False,
+                      "recordedBy": recorder_version()}
         try:
             self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                                            | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -136,8 +148,15 @@ class SessionLog:
             else:
                 data = {**where, "role": "user", "content": message.content}
                 lines.append(self._event("user/message", call.started, data))
-        lines.extend(self._chunk_lines(call))
         ended = call.timed[-1][1] if call.timed else call.started
+        if self.generation:
+            kind, data = settlement(where, call.timed, ended, failure)
+            lines.append(self._event(kind, ended, data))
+            end = dict(where) if failure is None else {
+                **where, "error": {"message": failure[0], "code": failure[1]}}
+            lines.append(self._event("step/end", ended, end))
+            return lines
+        lines.extend(self._chunk_lines(call))
         if failure is None:
             blocks = [c["block"] for c in call.chunks if c.get("type") == "block-end"]
             lines.append(self._event("assistant/message", ended, {
@@ -154,9 +173,9 @@ class SessionLog:
         lines: list[str] = []
         i = 0
         while i < len(timed):
-            key = _pack_key(timed[i][0]) if self.recorder.pack else None
+            key = run_key(timed[i][0]) if self.recorder.pack else None
             j = i + 1
-            while key is not None and j < len(timed) and _pack_key(timed[j][0]) == key:
+            while key is not None and j < len(timed) and run_key(timed[j][0]) == key:
                 j += 1
             if j - i >= 2:
                 lines.append(self._packed_row(call, timed[i:j]))
@@ -168,21 +187,10 @@ class SessionLog:
         return lines
 
     def _packed_row(self, call: Call, run: list[tuple[Chunk, int]]) -> str:
-        first = run[0][0]
-        times = [at for _, at in run]
-        data: dict[str, Any] = {"turn": call.turn, "step": call.step, "index": first["index"]}
-        if first["type"] == "tool-call-delta":
-            kind = "tool-call-chunks"
-            data["id"] = first["id"]
-            if "name" in first:
-                data["name"] = first["name"]
-            data["dt"] = [b - a for a, b in zip(times, times[1:], strict=False)]
-            data["args"] = [chunk["argumentsDelta"] for chunk, _ in run]
-        else:
-            kind = "text-chunks" if first["type"] == "text-delta" else "reasoning-chunks"
-            data["dt"] = [b - a for a, b in zip(times, times[1:], strict=False)]
-            data["texts"] = [chunk["text"] for chunk, _ in run]
-        line = _dumps({"type": kind, "seq0": self.seq, "time0": times[0], "data": data})
+        record = run_record(run)  # the v4 run record, in the v1 envelope (SPEC 2)
+        kind, time0 = record.pop("type"), record.pop("time0")
+        data = {"turn": call.turn, "step": call.step, **record}
+        line = _dumps({"type": kind, "seq0": self.seq, "time0": time0, "data": data})
         self.seq += len(run)
         return line
 
@@ -197,32 +205,18 @@ class SessionLog:
             os.close(fd)
 
 
-def _pack_key(chunk: Chunk) -> tuple[Any, ...] | None:
-    """Chunks with equal keys can share one packed row (None: this one cannot be packed)."""
-    kind = chunk.get("type")
-    index = chunk.get("index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        return None
-    if kind in ("text-delta", "reasoning-delta"):
-        if set(chunk) == {"type", "index", "text"} and isinstance(chunk["text"], str):
-            return (kind, index)
-        return None
-    if kind == "tool-call-delta" and isinstance(chunk.get("id"), str) and isinstance(
-            chunk.get("argumentsDelta"), str):
-        if set(chunk) == {"type", "index", "id", "name", "argumentsDelta"} and isinstance(
-                chunk["name"], str):
-            return (kind, index, chunk["id"], True, chunk["name"])
-        if set(chunk) == {"type", "index", "id", "argumentsDelta"}:
-            return (kind, index, chunk["id"], False)
-    return None
-
-
 class ScenarioRecorder:
     """Every live session's log in one scenario directory, and the primary's sidecar."""
 
-    def __init__(self, directory: str | Path, *, pack: bool = False, force: bool = False) -> None:
+    def __init__(self, directory: str | Path, *, pack: bool = False, force: bool = False,
+                 log_format: str = DEFAULT_FORMAT) -> None:
         self.directory = Path(directory)
         self.pack = pack
+        if log_format not in FORMATS:
+            raise ConfigError(f"unknown log format {log_format!r}; record writes "
+                              + " or ".join(FORMATS) + " (--format).")
+        self.generation = FORMATS[log_format]
+        """The log generation written: 0 (v1, ``session.jsonl``) or 4 (``session.v4.jsonl``)."""
         self._lock = lock_directory(self.directory)
         try:
             self.backups = prepare_directory(self.directory, force=force)
@@ -259,9 +253,11 @@ class ScenarioRecorder:
         if log is None:
             created = max(now_ms(), self._last_created + 1)  # children keep first-call order
             self._last_created = created
-            name = PRIMARY_NAME if not self.sessions else child_log_name(len(self.sessions))
+            ordinal = len(self.sessions) or None
+            name = log_file_name(ordinal, self.generation)
             try:
-                log = SessionLog(self, self.directory / name, session, created)
+                log = SessionLog(self, self.directory / name, session, created,
+                                 primary=ordinal is None)
             except ReplayError as exc:
                 self._failed(exc)
                 return None
@@ -311,14 +307,20 @@ class ScenarioRecorder:
                                     code=RECORD_WRITE))
             return None
         problem = None
-        if not log.primary and failure is not None:
+        if not log.primary and failure is not None and log.generation:
+            problem = (f"{log.path}: call #{index} (model call {call.key}) of child session "
+                       f"{log.id} failed upstream ({failure[1]}: {failure[0]}); it is recorded as "
+                       "an assistant/attempt ending in an error finish, which a replay answers "
+                       "in the stream, not as the live HTTP failure (a sidecar can only decide "
+                       "calls of the primary session).")
+        elif not log.primary and failure is not None:
             problem = (f"{log.path}: call #{index} (model call {call.key}) of child session "
                        f"{log.id} failed upstream ({failure[1]}: {failure[0]}); a sidecar can only "
                        "decide calls of the primary session, so "
                        + ("this scenario will not load until that call is recorded again or "
                           "removed from the log." if call.timed else "the child's script has no "
                           "such call (a replay answers it as script exhausted)."))
-            self.problems.append(problem)
+            self.problems.append(problem)  # a v4 attempt loads: a note, not a problem
         finish = None
         if failure is None:
             reason = call.chunks[-1].get("reason") if call.chunks else None

@@ -175,6 +175,12 @@ def child_log_name(ordinal: int) -> str:
     return f"session.{ordinal}.jsonl"
 
 
+def log_file_name(ordinal: int | None, generation: int = 0) -> str:
+    """The file name of a role's log (None = primary) in ``generation`` (0: no ``.vK``)."""
+    role = "" if ordinal is None else f".{ordinal}"
+    return f"session{role}{f'.v{generation}' if generation else ''}.jsonl"
+
+
 def is_scenario_file(name: str) -> bool:
     """Whether a file of this name is part of a scenario (a log of any generation, or the
     sidecar)."""

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..errors import CannotListenError, ReplayError
-from ..presentation import EXIT_NOT_SERVING
 from .version import VersionAction
 
 Handler = Callable[[argparse.Namespace], int]
@@ -89,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except ReplayError as exc:
         print(f"dsh-replay: error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return EXIT_NOT_SERVING if isinstance(exc, CannotListenError) else 1
+        if isinstance(exc, CannotListenError):
+            from ..presentation import EXIT_NOT_SERVING  # only now: start-up stays light
+
+            return EXIT_NOT_SERVING
+        return 1
     except KeyboardInterrupt:
         return 130
     except OSError as exc:

@@ -258,11 +258,16 @@ async def test_unknown_gemini_routes_answer_in_googles_shape(tmp_path: Path) -> 
     async with serve_scenario(root) as server, httpx.AsyncClient(base_url=server.url) as http:
         wrong = await http.get(f"/runs/r/v1beta/models/{MODEL}:generateContent")
         missing = await http.post(f"/v1beta/models/{MODEL}:countTokens", json={})
+        disagree = await http.post(f"/sessions/b/v1/models/{MODEL}:generateContent",
+                                   json={"contents": []}, headers={"X-Session-Id": "a"})
     assert wrong.status_code == 405
     assert wrong.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert wrong.json()["error"]["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
     assert missing.status_code == 404
     assert missing.json()["error"]["status"] == "NOT_FOUND"
+    assert disagree.status_code == 400 and disagree.headers["x-should-retry"] == "false"
+    assert disagree.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert server.engine.journal() == []
 
 
 PRODUCIBLE = [

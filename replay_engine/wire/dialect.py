@@ -81,7 +81,7 @@ class Dialect(ABC):
     """One wire dialect: routes, request reading, encoder, assembler and error mapping."""
 
     name: ClassVar[str]
-    """Short name, recorded per call in the journal: openai, native, anthropic, responses."""
+    """Short name, recorded per call in the journal: openai, native, anthropic, responses, gemini."""
     routes: ClassVar[tuple[str, ...]]
     """``POST`` paths served (each also under ``/runs/{run}`` and ``/sessions/{id}``)."""
     media_type: ClassVar[bytes] = SSE_MEDIA_TYPE

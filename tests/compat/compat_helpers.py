@@ -140,21 +140,27 @@ def accumulate(chunks: list[dict[str, Any]]) -> Assembled:
 NODE_DIR = Path(__file__).parent / "node"
 
 
+NODE_GENAI_DIR = Path(__file__).parent / "node_genai"
+"""The pinned @google/genai (its own lockfile, so the openai-node tests install nothing more)."""
+
+
 @functools.cache
-def _npm_ci() -> str | None:
-    """Install the pinned openai-node from the lockfile; the problem, or None once installed."""
+def _npm_ci(directory: Path, package: str) -> str | None:
+    """Install the pinned ``package`` from the lockfile in ``directory``; the problem, or None
+    once installed."""
     npm = shutil.which("npm")
     if npm is None:
-        return f"openai-node is not installed and npm is absent: run `npm ci` in {NODE_DIR}"
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+        return f"{package} is not installed and npm is absent: run `npm ci` in {directory}"
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=directory,
                           capture_output=True, text=True, timeout=100, check=False)
-    if done.returncode != 0 or not (NODE_DIR / "node_modules" / "openai").is_dir():
-        return f"`npm ci` in {NODE_DIR} failed: {done.stderr.strip()[-500:]}"
+    if done.returncode != 0 or not (directory / "node_modules" / package).is_dir():
+        return f"`npm ci` in {directory} failed: {done.stderr.strip()[-500:]}"
     return None
 
 
-def node_or_skip() -> str:
-    """The ``node`` binary with the pinned openai package installed; skip (fail in CI) when absent.
+def node_or_skip(directory: Path = NODE_DIR, package: str = "openai") -> str:
+    """The ``node`` binary with the pinned ``package`` installed in ``directory``; skip (fail in
+    CI) when absent.
 
     The package is installed from the lockfile (``npm ci``) on first use when npm is there, so
     ``python3 -m pytest`` alone runs these tests on a fresh checkout.
@@ -163,8 +169,8 @@ def node_or_skip() -> str:
     problem = None
     if node is None:
         problem = "node is not installed"
-    elif not (NODE_DIR / "node_modules" / "openai").is_dir():
-        problem = _npm_ci()
+    elif not (directory / "node_modules" / package).is_dir():
+        problem = _npm_ci(directory, package)
     if problem is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{problem} (CI must run the node compatibility tests)")

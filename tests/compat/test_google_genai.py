@@ -5,18 +5,23 @@ run and not (``generate_content``) on another, must reach the client as recorded
 thought parts, function calls with id, name and the parsed arguments, the finish mapped to
 ``finishReason`` and the usage as ``usageMetadata``; throws and error finishes raise the
 client's own ``APIError`` with the status of their code and the code in ``details[0].reason``.
+The same sweep runs through ``@google/genai`` (Node), which needs ``node`` and the pinned
+package (``npm ci`` in ``tests/compat/node_genai``): it skips without them, except in CI.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
 from google import genai
-from google.genai import errors
+from google.genai import errors, types
 
 from replay_engine import ChunksEntry, HangEntry, ThrowEntry, load_scenario
 from replay_engine.statuscodes import status_for_code
+from tests.compat.compat_helpers import NODE_GENAI_DIR, node_or_skip
 from tests.compat.gemini_helpers import (
     connected,
     expected,
@@ -112,3 +117,53 @@ async def test_google_genai_assembles_every_recorded_call(name: str) -> None:
         journal = engine.journal("stream") + engine.journal("create")
         assert {r.dialect for r in journal} == {"gemini"}
         assert {r.model for r in journal} == {"gemini-replay"}
+
+
+async def _node(url: str, mode: str, calls: int) -> list[dict[str, Any]]:
+    node = node_or_skip(NODE_GENAI_DIR, "@google/genai")
+    process = await asyncio.create_subprocess_exec(
+        node, str(NODE_GENAI_DIR / "assemble.mjs"), url, mode, str(calls),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=NODE_GENAI_DIR)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    result: list[dict[str, Any]] = json.loads(out)
+    return result
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
+@pytest.mark.parametrize("mode", ["stream", "generate"])
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_google_genai_node_assembles_every_call(name: str, mode: str) -> None:
+    node_or_skip(NODE_GENAI_DIR, "@google/genai")
+    assert CORPUS is not None
+    scenario = load_scenario(CORPUS / "scenarios" / name)
+    entries = [item.entry for item in scenario.scripts[0].entries]  # the anonymous session's
+    async with serving(scenario.scripts) as (server, engine):
+        got = await _node(server.url, mode, len(entries))
+        journal = engine.journal()
+    assert len(got) == len(entries)
+    for n, (entry, call) in enumerate(zip(entries, got, strict=True)):
+        where = f"{name} call {n} ({mode})"
+        folded = fold([types.GenerateContentResponse.model_validate(
+            {k: v for k, v in r.items() if k != "sdkHttpResponse"}) for r in call["responses"]])
+        if isinstance(entry, ThrowEntry):
+            failure: tuple[str, str] | None = (entry.code, entry.message)
+        else:
+            assert isinstance(entry, ChunksEntry), where
+            finish = recorded_blocks(entry.chunks)["finish"] or {}
+            failure = ((finish["failure"]["code"], finish["failure"]["message"])
+                       if finish.get("kind") == "error" else None)
+            if failure is None and not representable(entry.chunks):
+                failure = ("UNREPRESENTABLE", "")
+        if failure is not None:
+            error = call.get("error")
+            assert error is not None, where
+            assert error["status"] == status_for_code(failure[0]), where
+            assert f'"reason":"{failure[0]}"' in error["message"], where
+            continue
+        assert "error" not in call, where
+        assert without_empty_runs(folded) == expected(entry.chunks), where
+    assert engine.consumed_problems() == [] or len(scenario.scripts) > 1
+    assert {r.dialect for r in journal} == {"gemini"}
+    assert len(journal) == len(entries)  # no client retry consumed a call behind our back

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import SAMPLES
 
-MODEL_ROUTES = ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/replay/v1/stream"]
+MODEL_ROUTES = ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/replay/v1/stream",
+                "/v1beta/models/replay:streamGenerateContent", "/v1/models/replay:generateContent"]
 CONTROL_POSTS = ["/replay/v1/cancel", "/replay/v1/step", "/replay/v1/pause", "/replay/v1/mode",
                  "/replay/v1/reset", "/replay/v1/assert-consumed", "/replay/v1/reload"]
 CONTROL_GETS = ["/replay/v1/state", "/replay/v1/journal", "/replay/v1/scripts", "/healthz",

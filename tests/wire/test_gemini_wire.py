@@ -258,8 +258,56 @@ async def test_unknown_gemini_routes_answer_in_googles_shape(tmp_path: Path) -> 
     async with serve_scenario(root) as server, httpx.AsyncClient(base_url=server.url) as http:
         wrong = await http.get(f"/runs/r/v1beta/models/{MODEL}:generateContent")
         missing = await http.post(f"/v1beta/models/{MODEL}:countTokens", json={})
+        disagree = await http.post(f"/sessions/b/v1/models/{MODEL}:generateContent",
+                                   json={"contents": []}, headers={"X-Session-Id": "a"})
     assert wrong.status_code == 405
     assert wrong.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert wrong.json()["error"]["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
     assert missing.status_code == 404
     assert missing.json()["error"]["status"] == "NOT_FOUND"
+    assert disagree.status_code == 400 and disagree.headers["x-should-retry"] == "false"
+    assert disagree.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert server.engine.journal() == []
+
+
+PRODUCIBLE = [
+    {"type": "block-start", "index": 0, "blockType": "reasoning"},
+    {"type": "reasoning-delta", "index": 0, "text": "Think "},
+    {"type": "reasoning-delta", "index": 0, "text": "twice."},
+    {"type": "block-start", "index": 1, "blockType": "text"},
+    {"type": "text-delta", "index": 1, "text": "Reading "},
+    {"type": "text-delta", "index": 1, "text": "it."},
+    {"type": "block-start", "index": 2, "blockType": "tool-call"},
+    {"type": "tool-call-delta", "index": 2, "id": "c1", "name": "read",
+     "argumentsDelta": '{"path":"a.txt"}'},
+    {"type": "block-end", "index": 0,
+     "block": {"type": "reasoning", "text": "Think twice.", "signature": "c2lnbmVk"}},
+    {"type": "block-end", "index": 1, "block": {"type": "text", "text": "Reading it."}},
+    {"type": "block-end", "index": 2, "block": {"type": "tool-call", "id": "c1", "name": "read",
+                                                "arguments": '{"path":"a.txt"}'}},
+    {"type": "usage", "usage": {"inputTokens": 12, "outputTokens": 7, "cacheReadTokens": 4,
+                                "reasoningTokens": 3}},
+    {"type": "finish", "reason": {"kind": "tool-calls"}},
+]
+"""A call as the recorder writes one from the Gemini wire: served back, it must record the same."""
+
+
+def test_what_the_wire_sends_the_recorder_reads_back_unchanged() -> None:
+    from replay_engine.record.dialect import SseEvent, rebuild_events
+    from replay_engine.record.gemini import GEMINI, GeminiRebuilder
+    from replay_engine.wire.gemini import GeminiAssembler, GeminiStreamEncoder
+
+    encoder = GeminiStreamEncoder(MODEL, PRODUCIBLE)
+    wire = encoder.opening() + b"".join(encoder.encode(c) or b"" for c in PRODUCIBLE) + encoder.close()
+    events = [SseEvent(None, e.removeprefix(b"data: ").decode())
+              for e in wire.split(b"\n\n") if e]
+    assert rebuild_events(GeminiRebuilder(), events) == PRODUCIBLE
+    assembler = GeminiAssembler()
+    for chunk in PRODUCIBLE:
+        assembler.add(chunk)
+    # Not streamed, each block is one part: the same blocks, usage and finish, one delta each.
+    back = GEMINI.completion_chunks(assembler.result(MODEL))
+    ends = [c for c in PRODUCIBLE if c["type"] in ("block-end", "usage", "finish")]
+    assert [c for c in back if c["type"] in ("block-end", "usage", "finish")] == ends
+    assert [c["type"] for c in back if c["type"].endswith("-delta")] == [
+        "reasoning-delta", "text-delta", "tool-call-delta"]

@@ -56,7 +56,7 @@ class ReplayApp(App[str]):
     CSS_PATH = "app.tcss"
     TITLE = "dsh-replay"
     BINDINGS = keymap.bindings(keymap.APP_KEYS)
-    """From the key table (app.keymap), after the main screen's keys."""
+    """From the key table (dsh_replay_tui.keymap), after the main screen's keys."""
     RECORDED_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
     """The recorded-pace speeds the command palette offers."""
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 from gen import ensure_log, write_log  # noqa: E402
 from textual import events  # noqa: E402
 
-from app.app import AppOptions, ReplayApp  # noqa: E402
+from dsh_replay_tui.app import AppOptions, ReplayApp  # noqa: E402
 from replay_engine.scenario.loading import load_scenario  # noqa: E402
 
 DATA = HERE / "_data"

@@ -54,7 +54,7 @@ class MainScreen(Screen[None]):
     """Watch, step and steer the replay of the loaded scenario."""
 
     BINDINGS = bindings(MAIN_KEYS)
-    """From the key table (app.keymap); the app adds reload, demo, override, help and quit."""
+    """From the key table (dsh_replay_tui.keymap); the app adds reload, demo, override, help and quit."""
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     """Below 120 columns the panes stack (scripts on top) so no column is cut away."""
 

@@ -75,7 +75,7 @@ class ScriptsView(LineList):
     # -- search filter -----------------------------------------------------------------
 
     def set_filter(self, text: str) -> int:
-        """Show only the calls matching ``text`` (see :mod:`app.headless.search`); returns how
+        """Show only the calls matching ``text`` (see :mod:`dsh_replay_tui.headless.search`); returns how
         many calls match (all of them for an empty filter)."""
         current = self.selected() if self.row_count else None
         if current is not None and (current[1] is not None or self._anchor is None):

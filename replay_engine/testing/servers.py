@@ -181,7 +181,7 @@ def debugger_base_command() -> list[str]:
     if beside.is_file():
         return [str(beside)]
     found = shutil.which("dsh-replay-tui")
-    return [found] if found else [sys.executable, "-m", "app"]
+    return [found] if found else [sys.executable, "-m", "dsh_replay_tui"]
 
 
 class Debugger:

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import openai
 
-from app.app import AppOptions, ReplayApp
+from dsh_replay_tui.app import AppOptions, ReplayApp
 from replay_engine.engine import Pace
 
 LIMIT_S = 10.0

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static, TabbedContent
 
-from app.headless.callview import (
+from dsh_replay_tui.headless.callview import (
     ContextItem,
     assemble,
     context_range,
@@ -17,7 +17,7 @@ from app.headless.callview import (
     live_new_messages,
     read_recorded_context,
 )
-from app.widgets.chunk_list import ChunkList, TextLines
+from dsh_replay_tui.widgets.chunk_list import ChunkList, TextLines
 from replay_engine.scenario.loading import load_scenario
 from tests.app.apptools import client, make_app, until
 from tests.conftest import SAMPLES

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.__main__ import build_parser, main, options_from_args
+from dsh_replay_tui.__main__ import build_parser, main, options_from_args
 from tests.conftest import SAMPLES
 
 BASIC = str(SAMPLES / "basic-chat")

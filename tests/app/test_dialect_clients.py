@@ -14,7 +14,7 @@ import pytest
 from google.genai import errors as genai_errors
 from textual.widgets import Static, TabbedContent
 
-from app.screens.dialect_choice import DialectChoiceScreen
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from tests.app.apptools import make_app, until
 from tests.app.test_call_pane import plain
 from tests.compat.gemini_helpers import connected

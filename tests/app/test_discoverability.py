@@ -14,11 +14,11 @@ from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
 from app import keymap
-from app.screens.detail import DetailScreen
-from app.screens.help import HelpScreen
-from app.screens.override_editor import OverrideEditorScreen
-from app.widgets.call_pane import ChunkList
-from app.widgets.live_pane import KEY_WIDTH, SessionList
+from dsh_replay_tui.screens.detail import DetailScreen
+from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.widgets.call_pane import ChunkList
+from dsh_replay_tui.widgets.live_pane import KEY_WIDTH, SessionList
 from tests.app.apptools import client, make_app, stream_text, until
 from tests.conftest import ROOT, SAMPLES
 
@@ -255,4 +255,4 @@ async def test_80x24_keeps_live_columns_and_the_editor_usable() -> None:
 def test_readme_key_map_is_the_key_table() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert keymap.readme_with_keymap(readme) == readme, (
-        "the README's key map differs from app/keymap.py: run python -m app.keymap README.md")
+        "the README's key map differs from app/keymap.py: run python -m dsh_replay_tui.keymap README.md")

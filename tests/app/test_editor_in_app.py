@@ -14,9 +14,9 @@ import openai
 import pytest
 from textual.pilot import Pilot
 
-from app.app import ReplayApp
-from app.screens.override_confirm import ConfirmDiscardScreen
-from app.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.app import ReplayApp
+from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from replay_engine import events as ev
 from tests.app.apptools import LIMIT_S, client, copy_sample, make_app, stream_text, until
 from tests.app.test_reload import write_atomic
@@ -201,7 +201,7 @@ async def test_a_save_reloads_exactly_once(tmp_path: Path) -> None:
 
 
 async def test_url_file_is_written_once_the_server_is_up(tmp_path: Path) -> None:
-    from app.app import AppOptions
+    from dsh_replay_tui.app import AppOptions
 
     url_file = tmp_path / "url.txt"
     url_file.write_text("stale\n", encoding="utf-8")
@@ -218,7 +218,7 @@ async def test_url_file_is_written_once_the_server_is_up(tmp_path: Path) -> None
 
 
 async def test_an_unwritable_url_file_shows_in_the_banner(tmp_path: Path) -> None:
-    from app.app import AppOptions
+    from dsh_replay_tui.app import AppOptions
 
     url_file = tmp_path / "missing-dir" / "url.txt"
     app = ReplayApp(AppOptions(scenario=SAMPLES / "basic-chat", port=0, watch=False,

@@ -9,9 +9,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from app.screens.dialect_choice import DialectChoiceScreen
-from app.screens.verdict import VerdictScreen
-from app.widgets.chunk_list import ChunkList
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
+from dsh_replay_tui.screens.verdict import VerdictScreen
+from dsh_replay_tui.widgets.chunk_list import ChunkList
 from tests.app.apptools import BASIC_PROMPT, BASIC_TOOL_TURN, client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 

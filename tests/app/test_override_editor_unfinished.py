@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input, TextArea
 
-from app.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from replay_engine import load_scenario
 from replay_engine.errors import DerivationError
 from tests.app.test_override_editor import (

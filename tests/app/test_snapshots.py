@@ -19,9 +19,9 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from app.app import ReplayApp
-from app.screens.help import HelpScreen
-from app.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.app import ReplayApp
+from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from tests.app.apptools import FIXED_URL, client, make_app, until
 from tests.conftest import ROOT, SAMPLES
 

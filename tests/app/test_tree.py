@@ -82,7 +82,7 @@ async def test_a_missing_directory_is_shown_not_raised(tmp_path: Path) -> None:
 async def test_a_port_in_use_is_shown_in_the_banner() -> None:
     import socket
 
-    from app.app import AppOptions, ReplayApp
+    from dsh_replay_tui.app import AppOptions, ReplayApp
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

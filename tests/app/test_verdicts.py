@@ -12,8 +12,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from app.app import AppOptions, ReplayApp
-from app.screens.verdict import VerdictScreen
+from dsh_replay_tui.app import AppOptions, ReplayApp
+from dsh_replay_tui.screens.verdict import VerdictScreen
 from tests.app.apptools import client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 

@@ -267,7 +267,7 @@ def _process(*argv: str, module: str = "replay_engine.cli") -> subprocess.Comple
                           text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize(("module", "prog"), [("replay_engine.cli", "dsh-replay"), ("app", "dsh-replay-tui")])
+@pytest.mark.parametrize(("module", "prog"), [("replay_engine.cli", "dsh-replay"), ("dsh_replay_tui", "dsh-replay-tui")])
 def test_version_comes_from_the_package_metadata(module: str, prog: str) -> None:
     from importlib.metadata import version
 
@@ -287,7 +287,7 @@ def test_every_subcommand_help_describes_the_command() -> None:
 
 
 def test_the_tui_help_names_the_default_port() -> None:
-    result = _process("--help", module="app")
+    result = _process("--help", module="dsh_replay_tui")
     assert result.returncode == 0, result.stderr
     assert "default 8765" in " ".join(result.stdout.split())
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.headless.callview import read_recorded_context
+from dsh_replay_tui.headless.callview import read_recorded_context
 from replay_engine import (
     LogParseError,
     derive_replay_script,

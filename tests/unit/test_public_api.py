@@ -23,7 +23,7 @@ def test_no_textual_or_app_in_any_module() -> None:
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'app'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'app', 'dsh_replay_tui'))\n"
         "print(','.join(bad))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -34,7 +34,7 @@ def test_no_textual_or_app_in_any_module() -> None:
 
 def test_cli_parser_build_does_not_import_textual() -> None:
     code = ("import sys\nfrom replay_engine.cli.dispatch import build_parser\nbuild_parser()\n"
-            "print(any(m.split('.')[0] in ('textual', 'app') for m in sys.modules))")
+            "print(any(m.split('.')[0] in ('textual', 'app', 'dsh_replay_tui') for m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
@@ -191,7 +191,7 @@ def test_the_debuggers_headless_modules_load_without_textual() -> None:
     checks what actually loads)."""
     headless = sorted(p.stem for p in (ROOT / "app" / "headless").glob("*.py") if p.stem != "__init__")
     assert "state" in headless and "verdicts" in headless
-    package = "app.headless"
+    package = "dsh_replay_tui.headless"
     code = (
         "import importlib, sys\n"
         f"for name in {headless!r}:\n"
@@ -202,3 +202,27 @@ def test_the_debuggers_headless_modules_load_without_textual() -> None:
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
+
+
+def test_the_debugger_installs_under_the_distributions_own_name() -> None:
+    """The folder is app/, the import name dsh_replay_tui: nothing called ``app`` lands in
+    site-packages, and the package list names every package folder (a missing one would be
+    left out of the wheel without a word)."""
+    import tomllib
+    from importlib.metadata import distribution
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(project["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in ROOT.glob("replay_engine/**/__init__.py")}
+    folders |= {".".join(("dsh_replay_tui", *p.parent.relative_to(ROOT / "app").parts))
+                for p in (ROOT / "app").glob("**/__init__.py")}
+    assert listed == folders
+    assert project["tool"]["setuptools"]["package-dir"] == {"dsh_replay_tui": "app"}
+    assert all(not name.split(".")[0] == "app" for name in listed)
+    scripts = {e.name: e.value for e in distribution("dsh-replay-tui").entry_points
+               if e.group == "console_scripts"}
+    assert scripts["dsh-replay-tui"] == "dsh_replay_tui.__main__:main"
+    done = subprocess.run([sys.executable, "-c", "import dsh_replay_tui, importlib.util;"
+                           "print(importlib.util.find_spec('app') is None)"],
+                          cwd="/", capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr

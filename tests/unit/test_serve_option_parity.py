@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.__main__ import build_parser as tui_parser
-from app.__main__ import main as tui_main
+from dsh_replay_tui.__main__ import build_parser as tui_parser
+from dsh_replay_tui.__main__ import main as tui_main
 from replay_engine.cli.dispatch import build_parser as cli_parser
 from replay_engine.cli.dispatch import main as cli_main
 from tests.conftest import SAMPLES

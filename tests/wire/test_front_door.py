@@ -122,7 +122,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("command", [
     ["-m", "replay_engine.cli", "serve", "SC"],
     ["-m", "replay_engine.cli", "record", "SC", "--upstream", "http://127.0.0.1:9"],
-    ["-m", "app"],
+    ["-m", "dsh_replay_tui"],
 ])
 @pytest.mark.parametrize("flag,value,says", [
     ("--port", "99999", "outside 0..65535"),
@@ -132,7 +132,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_port_and_host_that_cannot_be_listened_on_are_usage_errors(
         tmp_path: Path, command: list[str], flag: str, value: str, says: str) -> None:
     args = [a.replace("SC", str(tmp_path / "sc")) for a in command]
-    if command == ["-m", "app"]:
+    if command == ["-m", "dsh_replay_tui"]:
         args.append(str(tmp_path / "sc"))
     done = _cli(*args, flag, value)
     assert done.returncode == 2, done.stderr

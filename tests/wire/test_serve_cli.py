@@ -118,12 +118,13 @@ def test_serve_input_errors_exit_1_without_serving(tmp_path: Path, samples: Path
     assert "expected recorded or recorded:SPEED" in capsys.readouterr().err
 
 
-def test_serve_on_a_busy_port_is_an_input_error(samples: Path,
+def test_serve_on_a_busy_port_exits_4_naming_cannot_listen(samples: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        assert cli_main(["serve", str(samples / "basic-chat"), "--port", str(port)]) == 1
+        assert cli_main(["serve", str(samples / "basic-chat"), "--port", str(port)]) == 4
     err = capsys.readouterr().err
+    assert "[CANNOT_LISTEN]" in err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err

@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --record: the provider's base URL, e.g. https://api.deepseek.com")
     p.add_argument("--force", action="store_true",
                    help="with --record: record into a directory that already holds a scenario, "
-                   "keeping its files as .bak")
+                   "keeping its files as .bak.N")
     return p
 
 

@@ -46,7 +46,7 @@ class AppOptions:
     """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
     and serve what was recorded."""
     force: bool = False
-    """Record mode: record into a directory that already holds a scenario (kept as .bak)."""
+    """Record mode: record into a directory that already holds a scenario (kept as .bak.N)."""
     allow_hosts: tuple[str, ...] = ()
     """Host / Origin names served besides loopback and the listening address."""
 

@@ -16,7 +16,7 @@ event loop::
 ``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
 log_format="v1", listener=None, on_failure=None)``: ``pack`` writes runs of deltas as packed
 rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b settlements); ``force``
-records into a directory that already holds a scenario, keeping its files as ``.bak`` (else
+records into a directory that already holds a scenario, keeping its files as ``.bak.N`` (else
 InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is refused
 (``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a :class:`CallReport` per
 recorded call. A write that fails (disk full, permissions) stops the recording: the logs keep

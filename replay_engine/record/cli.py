@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
                    "default) or v4 (session.v4.jsonl, session.N.v4.jsonl: one settlement event "
                    "per call, its stream as compact records)")
     p.add_argument("--force", action="store_true",
-                   help="record into a directory holding a scenario; its files are kept as .bak")
+                   help="record into a directory holding a scenario; its files are kept as .bak.N")
     p.set_defaults(handler=run_record)
 
 

@@ -14,7 +14,6 @@ import logging
 import zlib
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx
@@ -24,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import BadRequest, ConfigError
+from ..errors import BadRequest
 from ..server import is_loopback
 from ..server.guard import RequestGuard
 from ..server.preamble import NO_RETRY, request_session
@@ -43,6 +42,7 @@ from .dialect import (
     upstream_json,
 )
 from .dialects import DIALECTS
+from .upstream import check_upstream, forwarded_path, upstream_url
 from .writer import ScenarioRecorder
 
 NETWORK = "NETWORK"
@@ -78,30 +78,6 @@ class _DeliberateDrop(logging.Filter):
 
 
 _FILTER = _DeliberateDrop()
-
-
-def check_upstream(upstream: str) -> str:
-    """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host."""
-    parts = urlsplit(upstream)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {upstream!r}: give the provider's base URL, e.g. "
-                          "https://api.deepseek.com or http://127.0.0.1:8765 (http or https).")
-    return upstream.rstrip("/")
-
-
-def upstream_url(base: str, path: str, query: str) -> str:
-    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends with."""
-    if base.endswith("/v1") and path.startswith("/v1/"):
-        path = path[3:]
-    return base + path + (f"?{query}" if query else "")
-
-
-def forwarded_path(route: str, params: dict[str, Any]) -> str:
-    """The upstream path of a model route: its template (``/v1beta/models/{model}:...``) with
-    the request's own values, without the recorder's ``/runs`` or ``/sessions`` prefix."""
-    if "{" not in route:
-        return route
-    return route.format_map({k: quote(str(v), safe="") for k, v in params.items()})
 
 
 class _Decoder:
@@ -388,25 +364,28 @@ class RecordProxy:
 
     def _model_call(self, dialect: RecordDialect, path: str) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> ASGIApp:
-            recorder = self.recorder
-            recorder.redact.learn(request.headers.items(), request.url.query)
             try:  # the replay server's own rules: what it would refuse is never recorded
                 session = request_session(request)
                 body = parse_json_body(raw := await read_body(request))
             except BadRequest as bad:
                 return bad.response(NO_RETRY)
-            call = recorder.open_call(session, dialect.messages(body))
-            if recorder.failure is not None:
-                failure = recorder.failure
-                return _upstream_error(f"the recording stopped: {failure.message}", 503,
-                                       failure.code)
-            url = upstream_url(self.upstream, forwarded_path(path, request.path_params),
-                               request.url.query)
-            outgoing = self.client.build_request("POST", url, content=raw,
-                                                 headers=self._headers(request, session))
-            return _Forward(self, outgoing, call, dialect)
+            return self.forward(request, dialect, path, session, raw, body)
 
         return endpoint
+
+    def forward(self, request: Request, dialect: RecordDialect, path: str, session: str | None,
+                raw: bytes, body: dict[str, Any]) -> ASGIApp:
+        """Record one model call of route ``path`` (its body read) and relay it upstream."""
+        recorder = self.recorder
+        recorder.redact.learn(request.headers.items(), request.url.query)
+        call = recorder.record_call(session, dialect.messages, body)
+        if (failure := recorder.failure) is not None:
+            return _upstream_error(f"the recording stopped: {failure.message}", 503, failure.code)
+        url = upstream_url(self.upstream, forwarded_path(path, request.path_params),
+                           request.url.query)
+        outgoing = self.client.build_request("POST", url, content=raw,
+                                             headers=self._headers(request, session))
+        return _Forward(self, outgoing, call, dialect)
 
     def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:

@@ -20,6 +20,7 @@ import contextlib
 import os
 import uuid
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder
 from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
 from .directory import lock_directory, prepare_directory
 from .redact import Redactor
+from .scrub import Scrubber
 from .settlement import FORMAT_VERSION, run_key, run_record, settlement
 
 FORMATS = {"v1": 0, "v4": FORMAT_VERSION}
@@ -224,6 +226,8 @@ class ScenarioRecorder:
             self._lock.release()
             raise
         self.redact = Redactor()
+        self.scrub = Scrubber()
+        """The user's scrub hooks and rules (none unless given)."""
         self.sessions: dict[str | None, SessionLog] = {}
         self.in_flight: set[Call] = set()
         self.primary_entries: list[dict[str, Any]] = []
@@ -266,13 +270,25 @@ class ScenarioRecorder:
         self.in_flight.add(call)
         return call
 
+    def record_call(self, session: str | None, read: Callable[[dict[str, Any]],
+                    list[RequestMessage]], body: dict[str, Any]) -> Call | None:
+        """``open_call`` for a request body: its messages as ``read`` takes them, scrubbed; None
+        when the recording stopped (also when a scrub hook failed: it stops the recording)."""
+        try:
+            messages = self.scrub.messages(read, body)
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        return self.open_call(session, messages)
+
     def end_call(self, call: Call, failure: tuple[str, str] | None) -> CallReport | None:
         """A call ended (``failure``: the upstream's message and code): written now when every
         earlier call of its session is, else as soon as they are; its report when written."""
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = (self.redact(failure[0]), failure[1]) if failure is not None else None
+        call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
+                        if failure is not None else None)
         self.in_flight.discard(call)
         return self._flush(call.log).get(id(call))
 
@@ -290,9 +306,9 @@ class ScenarioRecorder:
         call.done = True
         log = call.log
         index = log.calls
-        call.timed = list(zip(self.redact.chunks(call.chunks), (at for _, at in call.timed),
-                              strict=True))
         try:
+            chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
+            call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure
             if log.primary:  # the sidecar first: a kill between the two writes leaves a bare

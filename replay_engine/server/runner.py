@@ -25,7 +25,7 @@ from ..scenario.loading import Scenario, load_scenario
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
-from .served import ScenarioSource
+from .served import OverflowHandler, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after
@@ -172,6 +172,12 @@ class ReplayServer:
         self._scenario = scenario
         if self._routes is not None:
             set_app_scenario(self._routes, scenario)
+
+    def set_overflow(self, run: str, handler: OverflowHandler | None) -> None:
+        """Who answers ``run``'s calls past the recording (``Served.set_overflow``)."""
+        if self._routes is None:
+            raise RuntimeError("this server serves an app of its own; set its overflow there")
+        served_by(self._routes).set_overflow(run, handler)
 
     @property
     def url(self) -> str:

@@ -1,13 +1,18 @@
 """What every route of one app shares: the engine, the scenario it reports, the provider
-catalog, the reload source and the no-retry headers of model-route errors."""
+catalog, the reload source, the no-retry headers of model-route errors and the per-run
+overflow handlers (who answers calls past the recording instead of a binding error)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
+from starlette.types import ASGIApp
 
 from ..engine import DEFAULT_RUN, ReplayEngine
+from ..errors import BindingError
 from ..models import ModelConfig, ProviderConfig
 from ..scenario.loading import Scenario
 from .calls import StreamCount
@@ -19,6 +24,27 @@ DEFAULT_PROVIDERS = [ProviderConfig(id="replay", models=[ModelConfig(id="replay"
 ScenarioSource = Scenario | Callable[[], Scenario | None] | None
 """What the scripts route reports headers from: a scenario, a callable returning the current
 one (asked on every request), or nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overflowed:
+    """A model call past the recording that a run's overflow handler answers instead of the
+    binding error (which the engine did not count as a refusal)."""
+
+    request: Request
+    route: str
+    """The route template it came in on (``/v1/chat/completions``)."""
+    dialect: str
+    """The wire dialect's name."""
+    session: str | None
+    raw: bytes
+    """The request body as sent."""
+    body: dict[str, Any]
+    error: BindingError
+
+
+OverflowHandler = Callable[[Overflowed], ASGIApp]
+"""Answers an overflowed call (e.g. forwards it upstream through a recorder)."""
 
 
 class Served:
@@ -33,6 +59,8 @@ class Served:
         self.providers = providers if providers else DEFAULT_PROVIDERS
         self.reload_fn = reload
         self.streams = StreamCount()
+        self.overflow: dict[str, OverflowHandler] = {}
+        """Per run: who answers its calls past the recording (see ``set_overflow``)."""
         self._scenario: Scenario | None = None
         self._provider: Callable[[], Scenario | None] | None = None
         self.set_scenario(scenario)
@@ -53,6 +81,15 @@ class Served:
     def scenario(self) -> Scenario | None:
         """The scenario as last told (a provider is asked every time)."""
         return self._provider() if self._provider is not None else self._scenario
+
+    def set_overflow(self, run: str, handler: OverflowHandler | None) -> None:
+        """Answer ``run``'s calls past the recording with ``handler`` instead of a binding
+        error (None: refuse them again); the engine then does not count them as refused."""
+        if handler is None:
+            self.overflow.pop(run, None)
+        else:
+            self.overflow[run] = handler
+        self.engine.configure_run(run, overflow=handler is not None)
 
     @staticmethod
     def run(request: Request) -> str:

@@ -13,6 +13,7 @@ from replay_engine import (
     ReplayError,
     VersionAction,
     add_serve_arguments,
+    parse_breakpoint,
     serve_options,
 )
 
@@ -41,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario directory (holds session.jsonl; with --record, "
                    "where the recording goes)")
     add_serve_arguments(p)
+    p.add_argument("--mode", choices=("run", "call", "chunk"), default="run",
+                   help="start held: call pauses every call before its first chunk, chunk before "
+                   "every chunk (step with the debugger's keys); run (the default) serves freely")
+    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SCRIPT:CALL",
+                   type=_breakpoint, help="start with a breakpoint on that call, numbered from 0 "
+                   "as the scripts pane shows (0:0 is the primary's first call); repeatable")
     p.add_argument("--record", action="store_true",
                    help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
                    "dsh-replay record does), show them as they are recorded, and on s load the "
@@ -51,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --record: record into a directory that already holds a scenario, "
                    "keeping its files as .bak.N")
     return p
+
+
+def _breakpoint(text: str) -> tuple[int, int]:
+    try:
+        return parse_breakpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def options_from_args(args: argparse.Namespace) -> AppOptions:
@@ -75,6 +89,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
         strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
+        mode=args.mode, breaks=tuple(args.breaks),
     )
 
 

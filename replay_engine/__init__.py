@@ -41,8 +41,10 @@ if TYPE_CHECKING:
         Pace,
         ReplayEngine,
         RunState,
+        StepMode,
         diff_scripts,
         events,
+        parse_breakpoint,
     )
     from .engine.placeholders import resolve_scripted_entry
     from .errors import (
@@ -149,6 +151,8 @@ _LAZY: dict[str, str] = {
     "Pace": "engine",
     "ReplayEngine": "engine",
     "RunState": "engine",
+    "StepMode": "engine",
+    "parse_breakpoint": "engine",
     "diff_scripts": "engine",
     "events": "engine",
     "UNFINISHED_CALL": "errors",
@@ -294,6 +298,7 @@ __all__ = [
     "ReplayServer",
     "RunState",
     "SavedSidecar",
+    "StepMode",
     "Scenario",
     "ScenarioNotFoundError",
     "ScriptEntry",
@@ -318,6 +323,7 @@ __all__ = [
     "diff_scripts",
     "entry_to_json",
     "events",
+    "parse_breakpoint",
     "fingerprint",
     "is_loopback",
     "add_serve_arguments",

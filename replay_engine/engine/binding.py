@@ -72,7 +72,7 @@ def bind_call(
                 f"the scenario recorded only {len(scripts)} session(s) "
                 f"[{session_label(session_id)}, run {run.name}]"
             )
-            if not run.overflow:
+            if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
                                       messages))
@@ -90,7 +90,7 @@ def bind_call(
             f"script has only {length} [{session_label(session_id)}, script "
             f"{binding.script_index}, run {run.name}]"
         )
-        if not run.overflow:
+        if dialect not in run.overflow:
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retry, dialect, bound_by=binding.rule)
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,

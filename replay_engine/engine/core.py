@@ -544,11 +544,11 @@ class ReplayEngine:
         self._emit(ev.RunForgotten(run))
         return True
 
-    def configure_run(self, run: str, *, overflow: bool | None = None,
+    def configure_run(self, run: str, *, overflow: frozenset[str] | None = None,
                       scrub: Callable[[Any], Any] | None = None) -> None:
-        """Set what is given (``forget`` clears both). ``overflow``: calls past the recording
-        are handed back to the server unrefused (to forward and record); ``scrub`` is applied
-        to each live request before it is compared with the recording (the scrub it had)."""
+        """Set what is given (``forget`` clears both). ``overflow``: the wires whose calls past
+        the recording go back to the server unrefused (to forward and record); ``scrub`` is
+        applied to live requests before they are compared with the recording."""
         r = self._run(run)
         r.overflow = r.overflow if overflow is None else overflow
         r.scrub = scrub or r.scrub

@@ -169,9 +169,9 @@ class Run:
     live_ids: dict[int, str] = field(default_factory=dict)
     """Per script index, the live id of the session bound to it or announced for it
     (``started subagent ID``): what ``{{session:N}}`` tokens become (SPEC 2b.7)."""
-    overflow: bool = False
-    """Calls past the recording are not refused here: their binding error goes back to the
-    server, which forwards them to an upstream to be recorded (``new_episodes``)."""
+    overflow: frozenset[str] = frozenset()
+    """Wires (dialect names) whose calls past the recording are not refused here: their binding
+    error goes back to the server, which forwards them upstream to be recorded."""
     scrub: Callable[[Any], Any] | None = None
     """Applied to a live request's messages before they are compared with the recording
     (the scrub its recording went through)."""

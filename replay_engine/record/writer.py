@@ -70,17 +70,21 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise write_error(path, exc, 0) from None
+        self._begin(created_at)
+
+    def _begin(self, created_at: int) -> None:
+        """Write the header (a log that continues another one writes none)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise write_error(path, exc, 0) from None
         self._write([_dumps(header)])
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
@@ -255,13 +259,8 @@ class ScenarioRecorder:
             return None
         log = self.sessions.get(session)
         if log is None:
-            created = max(now_ms(), self._last_created + 1)  # children keep first-call order
-            self._last_created = created
-            ordinal = len(self.sessions) or None
-            name = log_file_name(ordinal, self.generation)
             try:
-                log = SessionLog(self, self.directory / name, session, created,
-                                 primary=ordinal is None)
+                log = self._new_log(session)
             except ReplayError as exc:
                 self._failed(exc)
                 return None
@@ -269,6 +268,14 @@ class ScenarioRecorder:
         call = log.open_call(messages)
         self.in_flight.add(call)
         return call
+
+    def _new_log(self, session: str | None) -> SessionLog:
+        """The log a session's first call creates: the primary's, then the next child's."""
+        created = max(now_ms(), self._last_created + 1)  # children keep first-call order
+        self._last_created = created
+        ordinal = len(self.sessions) or None
+        return SessionLog(self, self.directory / log_file_name(ordinal, self.generation), session,
+                          created, primary=ordinal is None)
 
     def record_call(self, session: str | None, read: Callable[[dict[str, Any]],
                     list[RequestMessage]], body: dict[str, Any]) -> Call | None:

@@ -53,9 +53,10 @@ class ModelCall:
                 dialect=dialect.name)
         except BindingError as exc:
             overflow = self.served.overflow.get(run)
-            if overflow is None:
+            if overflow is None or dialect.name not in overflow[1]:
                 return self.error(exc)
-            return overflow(Overflowed(request, self.route, dialect.name, session, raw, body, exc))
+            return overflow[0](Overflowed(request, self.route, dialect.name, session, raw, body,
+                                          exc))
         except ReplayError as exc:
             return self.error(exc)
         if call.stream:

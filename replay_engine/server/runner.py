@@ -19,7 +19,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..engine import Pace, ReplayEngine
+from ..engine import BindMode, Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from .app import create_app, served_by, set_app_scenario
@@ -173,11 +173,12 @@ class ReplayServer:
         if self._routes is not None:
             set_app_scenario(self._routes, scenario)
 
-    def set_overflow(self, run: str, handler: OverflowHandler | None) -> None:
+    def set_overflow(self, run: str, handler: OverflowHandler | None,
+                     dialects: frozenset[str] = frozenset()) -> None:
         """Who answers ``run``'s calls past the recording (``Served.set_overflow``)."""
         if self._routes is None:
             raise RuntimeError("this server serves an app of its own; set its overflow there")
-        served_by(self._routes).set_overflow(run, handler)
+        served_by(self._routes).set_overflow(run, handler, dialects)
 
     @property
     def url(self) -> str:
@@ -231,10 +232,11 @@ async def serve_scenario(
     ready_dir: str | Path | None = None,
     providers: list[ProviderConfig] | None = None,
     sdk_retries: bool = False,
+    bind: BindMode = "content",
 ) -> AsyncIterator[ReplayServer]:
     """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
     scenario = load_scenario(path)
-    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir)
+    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
 
     def reload() -> Scenario:
         fresh = load_scenario(path)

@@ -59,8 +59,8 @@ class Served:
         self.providers = providers if providers else DEFAULT_PROVIDERS
         self.reload_fn = reload
         self.streams = StreamCount()
-        self.overflow: dict[str, OverflowHandler] = {}
-        """Per run: who answers its calls past the recording (see ``set_overflow``)."""
+        self.overflow: dict[str, tuple[OverflowHandler, frozenset[str]]] = {}
+        """Per run: who answers its calls past the recording, on which wires (``set_overflow``)."""
         self._scenario: Scenario | None = None
         self._provider: Callable[[], Scenario | None] | None = None
         self.set_scenario(scenario)
@@ -82,14 +82,17 @@ class Served:
         """The scenario as last told (a provider is asked every time)."""
         return self._provider() if self._provider is not None else self._scenario
 
-    def set_overflow(self, run: str, handler: OverflowHandler | None) -> None:
-        """Answer ``run``'s calls past the recording with ``handler`` instead of a binding
-        error (None: refuse them again); the engine then does not count them as refused."""
-        if handler is None:
+    def set_overflow(self, run: str, handler: OverflowHandler | None,
+                     dialects: frozenset[str] = frozenset()) -> None:
+        """Answer ``run``'s calls past the recording on the ``dialects`` wires with ``handler``
+        instead of a binding error (None: refuse them again); the engine then does not count
+        them as refused."""
+        if handler is None or not dialects:
             self.overflow.pop(run, None)
+            dialects = frozenset()
         else:
-            self.overflow[run] = handler
-        self.engine.configure_run(run, overflow=handler is not None)
+            self.overflow[run] = (handler, dialects)
+        self.engine.configure_run(run, overflow=dialects)
 
     @staticmethod
     def run(request: Request) -> str:

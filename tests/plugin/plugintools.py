@@ -141,15 +141,24 @@ def broken_answer() -> Answer:
                               "finish_reason": None}]}], done=False)
 
 
-ROUTES: dict[str, Callable[[], Answer]] = {
-    "ok": lambda: text_answer("Recorded ", "answer."),
-    "auth": lambda: json_body({"error": {"message": "Incorrect API key provided: sk-***",
+def recorded_answer(body: bytes) -> Answer:
+    """``Recorded answer.`` streamed in two deltas, or whole when the call is not streamed."""
+    if json.loads(body or b"{}").get("stream"):
+        return text_answer("Recorded ", "answer.")
+    return json_body({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                      "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                          "role": "assistant", "content": RECORDED}}]})
+
+
+ROUTES: dict[str, Callable[[bytes], Answer]] = {
+    "ok": recorded_answer,
+    "auth": lambda body: json_body({"error": {"message": "Incorrect API key provided: sk-***",
                                          "type": "invalid_request_error",
                                          "code": "invalid_api_key"}}, 401),
-    "rate": lambda: json_body({"error": {"message": "Rate limit reached for requests",
+    "rate": lambda body: json_body({"error": {"message": "Rate limit reached for requests",
                                          "type": "requests", "code": "rate_limit_exceeded"}}, 429),
-    "broken": broken_answer,
-    "hang": lambda: Answer(200, {"content-type": "text/event-stream"}, silent=True),
+    "broken": lambda body: broken_answer(),
+    "hang": lambda body: Answer(200, {"content-type": "text/event-stream"}, silent=True),
 }
 """What the fake provider answers under each path prefix (``URL/ok/v1/...``)."""
 _PATH = re.compile(r"^POST /([^/]+)/")
@@ -159,12 +168,12 @@ class ThreadedUpstream:
     """The scripted fake provider on an event loop of its own thread, so the pytest processes
     a test starts can record from it. ``url(route)`` is the base URL of one behaviour."""
 
-    def __init__(self, routes: dict[str, Callable[[], Answer]] | None = None) -> None:
+    def __init__(self, routes: dict[str, Callable[[bytes], Answer]] | None = None) -> None:
         table = ROUTES if routes is None else routes
 
         def answer(head: str, body: bytes) -> Answer:
             found = _PATH.match(head)
-            return table[found.group(1) if found else "ok"]()
+            return table[found.group(1) if found else "ok"](body)
 
         self.fake = FakeUpstream(answer)
         self.loop = asyncio.new_event_loop()

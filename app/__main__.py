@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay_engine import (
+    DEFAULT_RUN,
     EXIT_FAILED,
     ReplayError,
     VersionAction,
     add_serve_arguments,
+    atomic_write,
     parse_breakpoint,
+    run_verdict,
     serve_options,
 )
 
@@ -48,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SCRIPT:CALL",
                    type=_breakpoint, help="start with a breakpoint on that call, numbered from 0 "
                    "as the scripts pane shows (0:0 is the primary's first call); repeatable")
+    p.add_argument("--verdict-file", default=None, metavar="FILE",
+                   help="on quit, also write the default run's verdict as JSON to FILE "
+                   "(atomically): its problems, SPEC 5's unconsumed ones apart, and its journal; "
+                   "pytest --dsh-replay-debug reads it")
     p.add_argument("--record", action="store_true",
                    help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
                    "dsh-replay record does), show them as they are recorded, and on s load the "
@@ -111,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = app.run()
     if verdict:
         print(verdict)
+    if args.verdict_file:
+        document = run_verdict(app.engine, DEFAULT_RUN)
+        atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
     return app.return_code or 0
 
 

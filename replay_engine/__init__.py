@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         EXIT_NOT_SERVING,
         EXIT_OK,
         EXIT_USAGE,
+        run_verdict,
         summarize_entry,
         verdict,
         verdict_text,
@@ -198,6 +199,7 @@ _LAZY: dict[str, str] = {
     "EXIT_NOT_SERVING": "presentation",
     "EXIT_OK": "presentation",
     "EXIT_USAGE": "presentation",
+    "run_verdict": "presentation",
     "summarize_entry": "presentation",
     "verdict": "presentation",
     "verdict_text": "presentation",
@@ -361,6 +363,7 @@ __all__ = [
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",
+    "run_verdict",
     "verdict",
     "verdict_text",
 ]

@@ -5,11 +5,13 @@ test's clients at the first one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -212,12 +214,15 @@ class DshReplay:
     # -- driven by the plugin ------------------------------------------------------------
 
     def report(self, *, failed: bool = False) -> list[str]:
-        """Every served scenario's problems (with ``failed``, also a lone first divergence)."""
+        """Every served scenario's problems (with ``failed``, also a lone first divergence);
+        a debugger is waited for first: its verdict comes when the user quits it."""
         lines: list[str] = []
         for run in self._runs.values():
             if self._allow_unconsumed:
                 run.allow_unconsumed()
             lines.extend(run.report(self._pool, failed=failed))
+        if any(run.mode == "debug" for run in self._runs.values()):  # it was waited for
+            _resume_progress_line(self._request.config, self._request.node.nodeid)
         return lines
 
     def conclude(self, *, test_failed: bool) -> Outcome:
@@ -265,10 +270,31 @@ class DshReplay:
             pytest.fail("\n".join(kept), pytrace=False)
 
 
+@contextlib.contextmanager
+def _terminal(config: pytest.Config) -> Iterator[Any]:
+    """pytest's terminal reporter, with the output capture suspended meanwhile (during a test
+    it captures what the reporter writes too)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+        yield reporter
+        if reporter is not None:
+            reporter.flush()
+
+
 def _end_progress_line(config: pytest.Config) -> None:
     """Before a debugger takes the terminal: end pytest's progress line, so the debugger's
-    verdict (printed when it is quit) gets a line of its own and pytest starts the next anew.
-    pytest writes nothing else until the test's report, which waits for the debugger."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.ensure_newline()
+    verdict (printed when it is quit) gets lines of its own. pytest writes nothing else until
+    the test's report, which waits for the debugger to be quit; the test's own output stays
+    captured, so it never lands on the debugger's screen."""
+    with _terminal(config) as reporter:
+        if reporter is not None:
+            reporter.ensure_newline()
+
+
+def _resume_progress_line(config: pytest.Config, nodeid: str) -> None:
+    """Once the debugger let go of the terminal: start pytest's progress line anew (the verbose
+    report starts its own line by itself)."""
+    with _terminal(config) as reporter:
+        if reporter is not None and reporter.showfspath and not reporter.showlongtestinfo:
+            reporter.write_fspath_result(nodeid, "")

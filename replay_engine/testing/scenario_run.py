@@ -142,13 +142,13 @@ class ScenarioRun:
         if self.mode == "record":
             return []
         if self.mode == "debug":
-            import httpx
-
             try:
                 scripts, journal, unconsumed, problems = self._debugger_facts()
-            except (httpx.HTTPError, ValueError) as exc:
-                return [f"dsh-replay: cannot ask the debugger at {self.url} how the replay went "
-                        f"({exc}); was it quit before the test ended?"]
+            except (OSError, ValueError, KeyError) as exc:
+                assert self.debugger is not None
+                return [f"dsh-replay: the debugger (status {self.debugger.process.returncode}) "
+                        f"left no verdict in {self.debugger.verdict_file} ({exc}); it writes "
+                        "one when it is quit with q"]
         else:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run
@@ -166,23 +166,24 @@ class ScenarioRun:
                               list(self._refused), unconsumed, problems, failed=failed)
 
     def _debugger_facts(self) -> Facts:
-        import httpx
+        """The verdict the debugger wrote when the user quit it (waited for here: the test
+        is reported once the debugger let go of the terminal)."""
+        import json
 
         from ..scenario.loading import load_scenario
 
-        prefix = f"{self.url}/runs/{self.run}/replay/v1"
-        with httpx.Client(timeout=30) as client:
-            journal = client.get(f"{prefix}/journal").json().get("calls", [])
-            verdict = client.post(f"{prefix}/assert-consumed").json()
-        unconsumed = [str(p) for p in verdict.get("unconsumed", [])]
-        problems = [str(p) for p in verdict.get("problems", []) if str(p) not in unconsumed]
-        return (load_scenario(self.scenario).scripts, journal,
+        assert self.debugger is not None
+        self.debugger.wait()
+        verdict = json.loads(self.debugger.verdict_file.read_text(encoding="utf-8"))
+        unconsumed = [str(p) for p in verdict["unconsumed"]]
+        problems = [str(p) for p in verdict["problems"] if str(p) not in unconsumed]
+        return (load_scenario(self.scenario).scripts, list(verdict["journal"]),
                 unconsumed if self.consumed else [], problems)
 
     def conclude(self, pool: ServerPool | None, *, test_failed: bool,
                  keep_failures: bool) -> Outcome:
-        """The test body ended: keep or drop what was recorded, wait for the debugger to be
-        quit. Returns what fails the test, or notes beside it."""
+        """The test body ended and was judged: keep or drop what was recorded. Returns what
+        fails the test, or notes beside it."""
         from .recording import Outcome
 
         if pool is not None and self.recording is not None:
@@ -191,8 +192,6 @@ class ScenarioRun:
         if pool is not None and self.episodes is not None:
             return self.episodes.conclude(pool, self._shown, test_failed=test_failed,
                                           keep_failures=keep_failures)
-        if self.debugger is not None:
-            self.debugger.wait()
         return Outcome()
 
     def finish(self, pool: ServerPool | None) -> list[str]:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
-"""Overrides the debugger command (split like a shell would; the scenario and the
-``--port 0 --url-file F`` arguments are appended)."""
+"""Overrides the debugger command (split like a shell would; the scenario, ``--port 0
+--url-file F --verdict-file V`` and the test's flags are appended)."""
 DEBUGGER_START_SECONDS = 60.0
 
 
@@ -213,8 +213,11 @@ class Debugger:
 
     def __init__(self, scenario: Path, work: Path, flags: Sequence[str] = ()) -> None:
         self.url_file = work / "debugger.url"
+        self.verdict_file = work / "verdict.json"
+        """Where the debugger writes the run's verdict when it is quit."""
         self.command = [*debugger_base_command(), str(scenario), "--port", "0",
-                        "--url-file", str(self.url_file), *flags]
+                        "--url-file", str(self.url_file), "--verdict-file",
+                        str(self.verdict_file), *flags]
         self._tty: IO[bytes] | None = None
         try:
             self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()

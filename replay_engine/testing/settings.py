@@ -53,11 +53,14 @@ def add_options(parser: pytest.Parser) -> None:
                     help="fail every replayed test whose agent left the recording (a request whose "
                          "new messages differ from the recorded ones, an unrecorded retry), as "
                          "@pytest.mark.dsh_replay(..., strict=True) does for one test")
-    group.addoption("--dsh-replay-debug", dest="dsh_replay_debug", nargs="?", const="call",
-                    default=None, choices=STEP_MODES, metavar="MODE",
+    group.addoption("--dsh-replay-debug", dest="dsh_replay_debug", action="store_true",
                     help="serve each test from a dsh-replay-tui on this terminal, started held "
-                         "at every call (=call, the default), every chunk (=chunk) or running "
-                         "(=run); the test ends when the debugger is quit")
+                         "at its first call (see --dsh-replay-debug-mode); the test ends when "
+                         "the debugger is quit")
+    group.addoption("--dsh-replay-debug-mode", dest="dsh_replay_debug_mode", default="call",
+                    choices=STEP_MODES, help="with --dsh-replay-debug: hold every call before "
+                    "its first chunk (call, the default), every chunk (chunk), or run freely "
+                    "(run)")
     group.addoption("--dsh-replay-break", dest="dsh_replay_break", action="append", default=[],
                     metavar="SCRIPT:CALL",
                     help="with --dsh-replay-debug: a breakpoint the debugger starts with "
@@ -76,7 +79,9 @@ class Settings:
         self.record: RecordMode = RECORD_SPELLINGS[record] if record is not None else "none"
         self.upstream: str | None = upstream.rstrip("/") if upstream else None
         self.record_failures: bool = bool(config.getoption("dsh_replay_record_failures"))
-        self.debug: StepMode | None = config.getoption("dsh_replay_debug")
+        self.debug: StepMode | None = (config.getoption("dsh_replay_debug_mode")
+                                       if config.getoption("dsh_replay_debug") else None)
+        """The debugger's start mode, or None when not debugging."""
         self.strict: bool = bool(config.getoption("dsh_replay_strict"))
         self.base = Path(config.invocation_params.dir)
         root = str(config.getini(SCENARIO_DIR_INI) or "").strip()

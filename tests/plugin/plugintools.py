@@ -1,17 +1,14 @@
 """What the plugin's tests share: the generated test project's pieces, running pytest on it,
-reading its report, and upstreams to record from (a replay server, a scripted fake)."""
+reading its report, and a scripted fake provider to record from."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,25 +110,6 @@ def bare_scenario(root: Path, entries: list[dict[str, Any]]) -> Path:
                                                     "createdAt": 1}) + "\n")
     (root / "replay.override.json").write_text(json.dumps(entries))
     return root
-
-
-@contextmanager
-def serve_process(scenario: Path, work: Path) -> Iterator[str]:
-    """``dsh-replay serve SCENARIO`` in a process of its own, standing in for a provider."""
-    url_file = work / f"{scenario.name}.url"
-    proc = subprocess.Popen([sys.executable, "-m", "replay_engine.cli", "serve", str(scenario),
-                             "--port", "0", "--url-file", str(url_file)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not url_file.is_file():
-            assert proc.poll() is None, "the upstream server exited"
-            assert time.monotonic() < deadline, "the upstream server wrote no URL file"
-            time.sleep(0.02)
-        yield url_file.read_text().strip()
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def broken_answer() -> Answer:

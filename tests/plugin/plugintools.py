@@ -162,6 +162,11 @@ class ThreadedUpstream:
     def url(self, route: str = "ok") -> str:
         return f"{self.fake.url}/{route}"
 
+    def wait_for_requests(self, count: int, timeout: float = 30) -> None:
+        """Wait (on the upstream's own events) until it got ``count`` requests."""
+        waiting = self.fake.wait(lambda: len(self.fake.requests) >= count, timeout)
+        asyncio.run_coroutine_threadsafe(waiting, self.loop).result(timeout + 5)
+
     @property
     def requests(self) -> list[tuple[str, bytes]]:
         """Every request it got (head, body)."""

@@ -23,7 +23,6 @@ from tests.plugin.plugintools import (
     files_of,
     run,
     section,
-    wait_until,
 )
 
 ONE_CALL = f'''
@@ -176,7 +175,7 @@ def test_a_killed_recording_leaves_the_scenario_untouched(
                           "--dsh-replay-upstream", fake_upstream.url("hang")],
                          stdout=sys.stdout, stderr=sys.stderr)
     try:
-        wait_until("the call to reach the upstream", lambda: len(fake_upstream.requests) == 1)
+        fake_upstream.wait_for_requests(1)  # the call is in flight through the recorder
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(30)

@@ -64,9 +64,11 @@ def test_the_strict_option_makes_every_test_strict(project: pytest.Pytester) -> 
 
 def test_a_stream_the_client_left_fails_naming_the_call(project: pytest.Pytester) -> None:
     project.makepyfile(test_cut='''
+        import threading
         import httpx
         import openai
         import pytest
+        from replay_engine.engine import events
         from agent import QUESTION
 
         @pytest.mark.dsh_replay("scenarios/basic-chat", consumed=False)
@@ -75,12 +77,17 @@ def test_a_stream_the_client_left_fails_naming_the_call(project: pytest.Pytester
             # the run serves one chunk at a time: the stream is still going when the client
             # leaves after its first chunk, whatever the machine's speed
             httpx.post(control + "/mode", json={"mode": "chunk"}).raise_for_status()
+            left = threading.Event()
+            dsh_replay.engine.subscribe(lambda event: left.set() if isinstance(
+                event, events.CallCancelled) and event.run == dsh_replay.run else None,
+                chunks=False)
             client = openai.OpenAI(base_url=dsh_replay.base_url, max_retries=0)
             stream = client.chat.completions.create(
                 model="m", stream=True, messages=[{"role": "user", "content": QUESTION}])
             httpx.post(control + "/step", json={"how": "chunk"}).raise_for_status()
             next(iter(stream))
             stream.close()
+            assert left.wait(30), "the server never saw the client leave"
     ''')
     result = run(project)
     result.assert_outcomes(failed=1)

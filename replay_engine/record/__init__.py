@@ -43,8 +43,9 @@ from ..errors import SCENARIO_EXISTS, ReplayError
 from .calls import CallReport, FailureListener, Listener
 from .dialect import RecordDialect
 from .dialects import DIALECTS
+from .forward import NETWORK
 from .openai_chat import OPENAI_CHAT
-from .proxy import NETWORK, RecordProxy, check_upstream
+from .proxy import RecordProxy, check_upstream
 from .writer import DEFAULT_FORMAT, ScenarioRecorder
 
 __all__ = [

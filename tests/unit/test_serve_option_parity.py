@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from dsh_replay_tui.app import ReplayApp
-from dsh_replay_tui.headless.state import AppOptions
 from dsh_replay_tui.__main__ import build_parser as tui_parser
 from dsh_replay_tui.__main__ import main as tui_main
+from dsh_replay_tui.app import ReplayApp
+from dsh_replay_tui.headless.state import AppOptions
+
 from replay_engine.cli.dispatch import build_parser as cli_parser
 from replay_engine.cli.dispatch import main as cli_main
 from replay_engine.server.listen import cannot_listen

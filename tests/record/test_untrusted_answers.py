@@ -209,3 +209,19 @@ async def test_header_bytes_outside_ascii_are_relayed_as_they_came(
                 got = await http.post(rec.url + CHAT, json=ASK)
     assert got.status_code == 200 and got.headers.raw.count((b"x-note", b"5 \xe2\x82\xac")) == 1
     assert [r.code for r in rec.reports] == [None]
+
+
+async def test_the_model_list_is_relayed_as_the_upstream_gave_it(
+        tmp_path: Path, no_tracebacks: Any) -> None:
+    gzipped = json_body({"object": "list", "data": [{"id": "m", "object": "model"}]},
+                        gzipped=True)
+    async with FakeUpstream([gzipped, json_body({"error": {"message": "no"}}, 404)]) as up:
+        async with record_scenario(tmp_path / "rec", up.url) as rec:
+            async with httpx.AsyncClient() as http:
+                listed = await http.get(rec.url + "/v1/models")
+                missing = await http.get(rec.url + "/v1/models/other")
+    assert listed.status_code == 200 and listed.json()["data"] == [{"id": "m", "object": "model"}]
+    assert "content-encoding" not in listed.headers  # relayed decoded, with its own length
+    assert listed.headers["content-length"] == str(len(listed.content))
+    assert missing.status_code == 404 and missing.json() == {"error": {"message": "no"}}
+    assert rec.reports == []  # the catalog is not a model call

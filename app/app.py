@@ -25,6 +25,7 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     atomic_write,
+    cannot_listen,
     loopback_warning,
 )
 
@@ -230,12 +231,13 @@ class ReplayApp(App[str]):
             self.state.url = await self.server.start()
         except (OSError, ReplayError) as exc:
             self.server = None
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             where = f"{self.options.host}:{self.options.port}"
-            self.state.serve_error = f"cannot listen on {where} ({reason})"
+            error = cannot_listen(self.options.host, self.options.port, exc) \
+                if isinstance(exc, OSError) else exc
+            self.state.serve_error = error.message
             self.banner.show_error(
-                f"Cannot serve on {where} — nothing is served; quitting exits 4",
-                f"{exc}. Pick another port with --port (0 picks a free one).", source="serve")
+                f"Cannot serve on {where} — nothing is served; quitting exits 4", error.message,
+                source="serve")
             self.live_pane.log_event(f"not serving: {self.state.serve_error}")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")

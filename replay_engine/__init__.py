@@ -92,7 +92,7 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
-    from .record.cli import recording_summary
+    from .record.summary import recording_summary
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -116,7 +116,7 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
-    from .server.listen import host_arg, loopback_warning, port_arg
+    from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
     from .statuscodes import throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
@@ -214,6 +214,7 @@ _LAZY: dict[str, str] = {
     "is_loopback": "server",
     "host_arg": "server.listen",
     "loopback_warning": "server.listen",
+    "cannot_listen": "server.listen",
     "printable": "safe_text",
     "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
@@ -222,7 +223,7 @@ _LAZY: dict[str, str] = {
     "Recording": "record",
     "check_upstream": "record",
     "record_scenario": "record",
-    "recording_summary": "record.cli",
+    "recording_summary": "record.summary",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
@@ -323,6 +324,7 @@ __all__ = [
     "add_serve_arguments",
     "host_arg",
     "loopback_warning",
+    "cannot_listen",
     "serve_options",
     "printable",
     "port_arg",

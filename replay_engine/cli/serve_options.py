@@ -1,9 +1,10 @@
-"""The options of everything that serves a scenario: ``dsh-replay serve`` and ``dsh-replay-tui``.
+"""The options of everything that serves a scenario: ``dsh-replay serve`` and ``dsh-replay-tui``
+(and of ``dsh-replay record``, which takes their listening flags and ``--url-file``).
 
 One home for the flags, their types, defaults and help, how they resolve (the config file's
 ``paceMs`` under ``--pace-ms``, a recorded pace) and what their errors exit with, so the two
-front ends cannot drift apart. The listening flags and the off-loopback warning, which
-``dsh-replay record`` shares, are in ``server/listen.py``.
+front ends cannot drift apart. The listening flags, the off-loopback warning and the
+cannot-listen error (exit 4 in every front end) are in ``server/listen.py``.
 """
 
 from __future__ import annotations
@@ -57,8 +58,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where relative readyFile paths of hang entries resolve (default: "
                         "serve uses the current directory; the debugger a temporary directory "
                         "of its own, shown in Live and removed on quit)")
-    parser.add_argument("--url-file", type=Path, default=None, metavar="FILE",
-                        help="write the base URL to FILE (atomically) once serving")
+    add_url_file_argument(parser)
     parser.add_argument("--journal-limit", type=_journal_limit, default=DEFAULT_JOURNAL_LIMIT,
                         metavar="N", help="calls each run's journal keeps; older ones are "
                         f"dropped (default {DEFAULT_JOURNAL_LIMIT})")
@@ -75,6 +75,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="let client SDKs retry error answers as with a real provider (by "
                         "default errors carry x-should-retry: false, so a retry cannot consume "
                         "the next recorded call)")
+
+
+def add_url_file_argument(parser: argparse.ArgumentParser) -> None:
+    """``--url-file``: where a front end writes its base URL once it listens (``serve``, the
+    debugger and ``record``)."""
+    parser.add_argument("--url-file", type=Path, default=None, metavar="FILE",
+                        help="write the base URL to FILE (atomically) once serving")
 
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:

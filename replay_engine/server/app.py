@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from ..engine import ReplayEngine
 from ..models import ProviderConfig
+from ..safe_text import shown
 from ..wire.anthropic import MessagesDialect
 from ..wire.dialect import Dialect
 from ..wire.gemini import GeminiDialect
@@ -38,20 +39,21 @@ def default_dialects() -> list[Dialect]:
 
 def _error_handler(status: int, code: str, dialects: Sequence[Dialect]
                    ) -> Callable[[Request, Exception], Any]:
-    """404 / 405 / 500 as JSON, in the error shape of the dialect the path belongs to."""
+    """404 / 405 / 500 as JSON, in the error shape of the dialect the path belongs to (the
+    path and method quoted capped: a 60 KB path gets no 60 KB answer)."""
     fallback = ChatDialect()
 
     async def handle(request: Request, exc: Exception) -> Response:
         headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
         allow = {k.lower(): v for k, v in headers.items()}.get("allow")
         path = request.url.path
+        where, method = shown(path), shown(request.method)
         if status == 404:
-            message = f"no route {path}; see GET /replay/v1/scripts for what is served"
+            message = f"no route {where}; see GET /replay/v1/scripts for what is served"
         elif status == 405:
-            message = (f"{request.method} is not allowed on {path}"
-                       + (f"; use {allow}" if allow else ""))
+            message = f"{method} is not allowed on {where}" + (f"; use {allow}" if allow else "")
         else:
-            message = f"internal error while answering {request.method} {path}"
+            message = f"internal error while answering {method} {where}"
         bare = bare_path(path)
         dialect = next((d for d in dialects if d.owns(bare)), fallback)
         body = dialect.error_body(message, code, status)

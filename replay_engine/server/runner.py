@@ -84,11 +84,21 @@ class EmbeddedUvicorn:
         )
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()
+        self.port = 0
+        """The bound port, once listening."""
 
     @property
     def running(self) -> bool:
         """Whether it serves now."""
         return self._task is not None
+
+    async def listen(self, host: str, port: int) -> str:
+        """Bind ``host``:``port`` (0: any free port), start serving on it and return the base
+        URL (``port`` then holds the bound port); OSError when it cannot bind."""
+        sock = bind_socket(host, port)
+        await self.start(sock)
+        self.port = sock.getsockname()[1]
+        return socket_url(host, sock)
 
     async def start(self, sock: socket.socket) -> None:
         """Start serving on ``sock`` (closed again if uvicorn cannot start)."""
@@ -188,13 +198,10 @@ class ReplayServer:
         # importing its asyncio backend (tens of milliseconds) on its first Event.
         self.engine.prepare()
         anyio.Event()
-        sock = bind_socket(self.host, self.port)
         runner = EmbeddedUvicorn(self.app, graceful_s=3, header_timeout=self.header_timeout,
                                  max_connections=self.max_connections)
-        await runner.start(sock)
-        self._runner = runner
-        self.port = sock.getsockname()[1]
-        self._url = socket_url(self.host, sock)
+        self._url = await runner.listen(self.host, self.port)
+        self._runner, self.port = runner, runner.port
         return self._url
 
     async def stop(self) -> None:

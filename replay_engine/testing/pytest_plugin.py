@@ -317,7 +317,7 @@ class DshReplay:
         except Exception as exc:
             del self._runs[directory]
             run.finish(pool)
-            pytest.fail(self._start_failure(directory, exc), pytrace=False)
+            pytest.fail(self._start_failure(directory, exc, run.mode), pytrace=False)
         if len(self._runs) == 1:
             self._point_clients(run)
         return run
@@ -328,7 +328,7 @@ class DshReplay:
         directory.mkdir(exist_ok=True)
         return directory
 
-    def _start_failure(self, directory: Path, exc: Exception) -> str:
+    def _start_failure(self, directory: Path, exc: Exception, mode: Mode) -> str:
         from ..errors import ReplayError
         from .diagnosis import display_path
 
@@ -340,7 +340,7 @@ class DshReplay:
             text = f"dsh-replay: cannot serve {shown}: {exc}"
         from .servers import holds_scenario
 
-        if not holds_scenario(directory):
+        if mode != "record" and not holds_scenario(directory):  # recording it failed itself
             text += ("\n  record it first: pytest --dsh-replay-record=missing "
                      "--dsh-replay-upstream URL (or dsh-replay record DIR --upstream URL)")
         return text

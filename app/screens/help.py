@@ -48,10 +48,11 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", key_display="Esc")]
 
-    def __init__(self, over: Screen[object], keys: tuple[Key, ...], note: str = SEARCH_NOTE) -> None:
+    def __init__(self, over: Screen[object], keys: tuple[Key, ...], note: str | None = None) -> None:
         super().__init__()
         self.sections = help_rows(over, keys)
-        self.note = note
+        self.note: str = note if note is not None else getattr(over, "HELP_NOTE", SEARCH_NOTE)
+        """Below the keys: the screen's own ``HELP_NOTE`` (the main screen's search syntax)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help") as box:

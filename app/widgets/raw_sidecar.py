@@ -28,6 +28,13 @@ LISTED = 500
 """At most this many problems are listed; the rest are counted."""
 
 
+def _problem_text(problem: EntryProblem) -> Text:
+    """A problem's line, its place (line, column) in bold."""
+    text = Text(problem_line(problem))
+    text.stylize("bold", 0, len(f"line {problem.line}, column {problem.column}"))
+    return text
+
+
 class RawSidecarPane(Vertical):
     """The sidecar's text (a TextArea) and its problems (Enter or a click jumps to one)."""
 
@@ -97,8 +104,7 @@ class RawSidecarPane(Vertical):
             count.update(f"✗ {len(problems)} problem(s): ^s saves once none is left")
         else:
             count.update("✓ no problem: ^s saves it and reloads the scenario")
-        options = [Option(Text(problem_line(p)), id=str(i))
-                   for i, p in enumerate(problems[:LISTED])]
+        options = [Option(_problem_text(p), id=str(i)) for i, p in enumerate(problems[:LISTED])]
         if len(problems) > LISTED:
             options.append(Option(f"… and {len(problems) - LISTED} more", disabled=True))
         listed = self.query_one("#rs-problems", OptionList)

@@ -65,7 +65,8 @@ class HelpScreen(ModalScreen[None]):
 
     def _table(self) -> Table:
         table = Table(box=None, show_header=False, expand=True, padding=(0, 1))
-        table.add_column("key", style="bold cyan", no_wrap=True, width=14)
+        width = max([14, *(len(area) for area, _ in self.sections)])  # area names are not cut
+        table.add_column("key", style="bold cyan", no_wrap=True, width=width)
         table.add_column("action", ratio=1)
         for area, rows in self.sections:
             table.add_row(Text(area, style="bold underline"), "")

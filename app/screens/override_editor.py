@@ -224,7 +224,8 @@ class OverrideEditorScreen(ModalScreen[bool]):
             flags += f" • {len(undecided)} unfinished call(s) to decide"
             if self.index in undecided:
                 flags += " (this one never finished)"
-        path = draft.path.name if self.has_class("-narrow") else draft.path
+        wide = self.app.size.width >= self.HORIZONTAL_BREAKPOINTS[-1][0]
+        path = draft.path if wide else draft.path.name
         self._set_title(f"Override call #{self.index} — {path} ({draft.form} form){flags}")
         self.query_one(OverridePreview).show(draft.compare(), self.index)
 

@@ -18,24 +18,29 @@ from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from dsh_replay_tui.widgets.kind_toggle import KindToggle
 from replay_engine import load_scenario, throw_code_warning
-from tests.app.apptools import make_app
+from tests.app.apptools import copy_sample, make_app
 from tests.app.test_override_editor import (
     SIDE,
     choose,
     derived,
     host,
     opened,
-    root,  # noqa: F401 - the fixture
     set_json,
     text_of,
     type_into,
     until,
 )
+from tests.conftest import SAMPLES
 from tests.unit.enginetools import sidecar_bytes
 
 pytestmark = pytest.mark.anyio
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 sized = pytest.mark.parametrize("size", list(SIZES))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return copy_sample(SAMPLES, "basic-chat", tmp_path)
 
 
 def patch_at_1(root: Path, entry: dict[str, Any]) -> None:
@@ -208,7 +213,7 @@ async def test_at_80x24_every_control_fits_and_the_previews_follow_the_call(root
 
 
 @sized
-async def test_f1_shows_the_editors_keys_and_kinds(tmp_path: Path, root: Path, size: str) -> None:
+async def test_f1_shows_the_editors_keys_and_kinds(root: Path, size: str) -> None:
     app = make_app(root)
     async with app.run_test(size=SIZES[size]) as pilot:
         await app.ready.wait()

@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.app import App, SuspendNotSupported
 
-from replay_engine import SIDECAR_NAME, Scenario
+from replay_engine import SIDECAR_NAME, InputError, ReplayError, Scenario
 
 from .headless.external_editor import (
     NO_EDITOR,
@@ -30,13 +30,17 @@ from .screens.main import MainScreen
 from .widgets.event_log import EventLog
 
 
-def edit_target(log: EventLog, root: Path, scenario: Scenario | None) -> EditTarget | None:
+def edit_target(log: EventLog, root: Path, scenario: Scenario | None,
+                error: ReplayError | None = None) -> EditTarget | None:
     """The file ``E`` opens: the file and line the selected event-log line names while the log
-    has focus, else the sidecar (None when the scenario has no sidecar path)."""
+    has focus, else the file and line the load ``error`` names, else the sidecar (None when the
+    scenario has no sidecar path)."""
     if log.has_focus and 0 <= log.cursor < len(log.entries):
         named = named_file_line(log.entries[log.cursor].plain, Path.cwd())
         if named is not None:
             return named
+    if isinstance(error, InputError) and error.file and Path(error.file).is_file():
+        return EditTarget(Path(error.file), error.line)
     if scenario is not None and scenario.config.overrideFile:
         return EditTarget(Path(scenario.config.overrideFile))
     return EditTarget(root / SIDECAR_NAME) if root.is_dir() else None
@@ -94,9 +98,9 @@ class OpenInEditorKey:
     loader: ScenarioLoader
 
     async def action_open_in_editor(self) -> None:
-        """Open the sidecar (or the file and line the selected event-log line names) in
-        $VISUAL / $EDITOR with the debugger suspended, then reload."""
+        """Open the sidecar (or the file and line the selected event-log line or the load error
+        names) in $VISUAL / $EDITOR with the debugger suspended, then reload."""
         assert isinstance(self, App)
         target = edit_target(self.main.live_pane.event_log, self.options.scenario,
-                             self.state.scenario)
+                             self.state.scenario, self.state.load_error)
         await open_in_editor(self, target, self.loader, self.main.log_in_order)

@@ -125,8 +125,9 @@ APP_KEYS: tuple[Key, ...] = (
         "Responses or Google Gemini), each through its official SDK.", "Scenario"),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario"),
-    Key("E", "open_in_editor", "$EDITOR", "Open replay.override.json (or, in the event log, the file "
-        "and line the selected line names) in $VISUAL or $EDITOR, then reload.", "Scenario"),
+    Key("E", "open_in_editor", "Open in $EDITOR", "Open replay.override.json in $VISUAL or $EDITOR, "
+        "then reload; after a load error, the file at the line it names (in the event log, the "
+        "file and line the selected line names).", "Scenario"),
     Key("s", "stop_recording", "Stop recording", "Record mode (--record --upstream URL): stop "
         "recording, finish the logs and load the directory as a scenario ready to replay (q while "
         "recording finishes the logs and quits).", "Scenario"),

@@ -118,8 +118,9 @@ async def test_e_edits_the_sidecar_and_the_scenario_reloads(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("from_log", [True, False], ids=["log-line", "load-error"])
 async def test_e_on_a_log_line_opens_its_file_at_its_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, from_log: bool) -> None:
     root = copy_sample(SAMPLES, "broken-json-line", tmp_path)
     good = SAMPLES / "basic-chat" / "session.jsonl"
     monkeypatch.setenv("EDITOR", str(editor_script(tmp_path, replacement=good)))
@@ -129,10 +130,11 @@ async def test_e_on_a_log_line_opens_its_file_at_its_line(
         await app.ready.wait()
         assert app.scenario is None
         hand_over_allowed(app, monkeypatch)
-        log = app.live_pane.event_log
-        failed = next(i for i, line in enumerate(app.live_pane.lines) if "load failed" in line)
-        log.focus()
-        log.move_to(failed)
+        if from_log:  # the log line names it; else the load error does
+            log = app.live_pane.event_log
+            failed = next(i for i, line in enumerate(app.live_pane.lines) if "load failed" in line)
+            log.focus()
+            log.move_to(failed)
         await pilot.press("E")
         await until(app, lambda: app.scenario is not None, "the reload of the fixed log")
         assert not app.banner.showing

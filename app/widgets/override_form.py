@@ -82,6 +82,11 @@ class OverrideForm(Vertical):
         yield area
         yield Static(id="oe-json-status")
 
+    def on_mount(self) -> None:
+        # The fields of a kind show the moment it is picked, before the next key is read:
+        # a Tab typed right after "t" then reaches the throw's message.
+        self.watch(self.query_one(KindToggle), "kind", self._show_fields, init=False)
+
     def show_call(self, draft: OverrideDraft, index: int, prefix: int) -> None:
         """Edit call ``index`` of ``draft``: its kind, fields and entry JSON as the draft serves
         it (``prefix``: what a new throw keeps by default)."""
@@ -162,7 +167,6 @@ class OverrideForm(Vertical):
 
     def on_kind_toggle_changed(self, event: KindToggle.Changed) -> None:
         event.stop()
-        self._show_fields(event.kind)
         self._form_changed()
 
     def on_input_changed(self, event: Input.Changed) -> None:

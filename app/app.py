@@ -31,7 +31,8 @@ from replay_engine import (
 
 from . import keymap
 from .editor_guard import EditorGuard
-from .headless.loading import UNFINISHED_CODE, ScenarioLoader
+from .external_editor import OpenInEditorKey
+from .headless.loading import EDITOR_FIXES, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
 from .record_mode import RecordMode
@@ -51,7 +52,7 @@ __all__ = ["AppOptions", "ReplayApp"]
 DemoAgent = Callable[..., Awaitable[Any]]
 
 
-class ReplayApp(App[str]):
+class ReplayApp(OpenInEditorKey, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -395,7 +396,7 @@ class ReplayApp(App[str]):
         """Edit the override sidecar at the selected primary call, or decide the unfinished call
         of a scenario that does not load."""
         error, scenario = self.load_error, self.scenario
-        if scenario is None or (error is not None and error.code == UNFINISHED_CODE):
+        if scenario is None or (error is not None and error.code in EDITOR_FIXES):
             if not self.options.scenario.is_dir():
                 self.notify("The scenario is not a directory; edit its sidecar file by hand.",
                             severity="error")
@@ -441,12 +442,10 @@ class ReplayApp(App[str]):
         if self.guard.asking_quit:
             return
         self.guard.asking_quit = True
-        name = editor.draft.path.name if editor.draft is not None else "the override"
 
         def answered(discard: bool | None) -> None:
             self.guard.asking_quit = False
             if discard:
                 self.run_worker(self.quit_with_verdict(), group="quit")
 
-        self.push_screen(ConfirmDiscardScreen(name, question=f"Quit and discard unsaved changes "
-                                                             f"to {name}?"), answered)
+        self.push_screen(ConfirmDiscardScreen(editor.sidecar_name, quitting=True), answered)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         SavedSidecar,
         parse_entry_text,
     )
+    from .authoring.raw import RawSidecar, open_raw_sidecar
     from .authoring.unfinished import open_draft
     from .cli.serve_options import ServeOptions, add_serve_arguments, serve_options
     from .cli.version import VersionAction, package_version
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         CannotListenError,
         ConfigError,
         DerivationError,
+        EntryProblem,
         InputError,
         LogParseError,
         NotConsumedError,
@@ -117,7 +119,7 @@ if TYPE_CHECKING:
     )
     from .server import ReplayServer, is_loopback
     from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
-    from .statuscodes import throw_code_warning
+    from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 _LAZY: dict[str, str] = {
@@ -127,6 +129,8 @@ _LAZY: dict[str, str] = {
     "SavedSidecar": "authoring.draft",
     "parse_entry_text": "authoring.draft",
     "open_draft": "authoring.unfinished",
+    "RawSidecar": "authoring.raw",
+    "open_raw_sidecar": "authoring.raw",
     "load_serve_config": "scenario.config",
     "derive_replay_script": "scenario.derive",
     "js_string": "scenario.derive",
@@ -153,6 +157,7 @@ _LAZY: dict[str, str] = {
     "events": "engine",
     "UNFINISHED_CALL": "errors",
     "AbortedError": "errors",
+    "EntryProblem": "errors",
     "BindingError": "errors",
     "ConfigError": "errors",
     "DerivationError": "errors",
@@ -165,6 +170,8 @@ _LAZY: dict[str, str] = {
     "ScriptedFailure": "errors",
     "ScenarioNotLoadedError": "errors",
     "throw_code_warning": "statuscodes",
+    "STATUS_BY_CODE": "statuscodes",
+    "known_throw_codes": "statuscodes",
     "CannotListenError": "errors",
     "ScriptExhaustedError": "errors",
     "SidecarError": "errors",
@@ -275,6 +282,7 @@ __all__ = [
     "DerivationError",
     "DiffRow",
     "EntryComparison",
+    "EntryProblem",
     "EntryTextError",
     "HangEntry",
     "InputError",
@@ -294,6 +302,7 @@ __all__ = [
     "ReplayError",
     "ReplayServer",
     "RunState",
+    "RawSidecar",
     "SavedSidecar",
     "Scenario",
     "ScenarioNotFoundError",
@@ -338,6 +347,7 @@ __all__ = [
     "load_session_scripts",
     "load_sidecar",
     "open_draft",
+    "open_raw_sidecar",
     "package_version",
     "parse_entry_text",
     "parse_session_header",
@@ -347,6 +357,8 @@ __all__ = [
     "recorded_context",
     "resolve_scripted_entry",
     "throw_code_warning",
+    "STATUS_BY_CODE",
+    "known_throw_codes",
     "run_demo_agent",
     "DEMO_DIALECTS",
     "CallReport",

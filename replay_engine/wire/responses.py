@@ -57,7 +57,8 @@ def new_response_id() -> str:
 
 
 def _failure(message: str, code: str) -> dict[str, str]:
-    return {"code": code, "message": message}
+    """A failed response's ``error`` (``type`` too: ``@ai-sdk/openai`` requires one)."""
+    return {"code": code, "message": message, "type": "replay_error"}
 
 
 _ITEM_PREFIX = {"text": "msg", "reasoning": "rs", "tool-call": "fc"}

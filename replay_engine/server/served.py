@@ -22,6 +22,8 @@ DEFAULT_PROVIDERS = [ProviderConfig(id="replay", models=[ModelConfig(id="replay"
 """What ``/v1/models`` lists when no provider catalog is configured (with the named models)."""
 MAX_NAMED_MODELS = 1000
 """Model ids requests named that ``/v1/models`` lists without a catalog (the first ones)."""
+MAX_MODEL_ID = 256
+"""Longer model ids are answered but not listed."""
 
 ScenarioSource = Scenario | Callable[[], Scenario | None] | None
 """What the scripts route reports headers from: a scenario, a callable returning the current
@@ -101,7 +103,8 @@ class Served:
 
     def named(self, model: str | None) -> None:
         """Note a model id a request named (what ``/v1/models`` lists without a catalog)."""
-        if model and model not in self.named_models and len(self.named_models) < MAX_NAMED_MODELS:
+        if (model and len(model) <= MAX_MODEL_ID and model not in self.named_models
+                and len(self.named_models) < MAX_NAMED_MODELS):
             self.named_models[model] = None
 
     @staticmethod

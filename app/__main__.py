@@ -75,6 +75,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
         strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
+        wire=serve.wire,
     )
 
 

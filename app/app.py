@@ -227,7 +227,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
                 port=self.options.port if port is None else port,
                 providers=self.options.providers, scenario=lambda: self.state.scenario,
                 reload=self.loader.reload_from_api, sdk_retries=self.options.sdk_retries,
-                allow_hosts=self.options.allow_hosts,
+                allow_hosts=self.options.allow_hosts, wire=self.options.wire,
             )
             self.state.url = await self.server.start()
         except (OSError, ReplayError) as exc:

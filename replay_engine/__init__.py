@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
     from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
+    from .wire.dialect import WireOptions
 
 _LAZY: dict[str, str] = {
     "EntryComparison": "authoring.draft",
@@ -234,6 +235,7 @@ _LAZY: dict[str, str] = {
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
+    "WireOptions": "wire.dialect",
     "add_serve_arguments": "cli.serve_options",
     "serve_options": "cli.serve_options",
 }
@@ -319,6 +321,7 @@ __all__ = [
     "UnrecordedSessionError",
     "ServeOptions",
     "VersionAction",
+    "WireOptions",
     "atomic_write",
     "content_text",
     "context_range",

@@ -318,7 +318,8 @@ def function_response_text(response: Any) -> str:
 
 
 def _gemini_new_parts(contents: Any) -> list[ContextItem]:
-    """Gemini API: the user turns' text parts and their ``functionResponse`` parts, in order."""
+    """Gemini API: the user turns' text parts and their ``functionResponse`` parts, in order,
+    each result with the id of the call it answers (``functionResponse.id``)."""
     if isinstance(contents, str):
         return [ContextItem("user", contents)]
     if not isinstance(contents, list):
@@ -333,7 +334,9 @@ def _gemini_new_parts(contents: Any) -> list[ContextItem]:
                 if texts:
                     out.append(ContextItem("user", "\n".join(texts)))
                     texts = []
-                out.append(ContextItem("tool", function_response_text(answer.get("response"))))
+                call_id = answer.get("id")
+                out.append(ContextItem("tool", function_response_text(answer.get("response")),
+                                       call_id if isinstance(call_id, str) else None))
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         if texts:

@@ -15,6 +15,7 @@ from replay_engine import (
     ReplayEngine,
     ReplayError,
     Scenario,
+    WireOptions,
 )
 
 
@@ -49,6 +50,8 @@ class AppOptions:
     """Record mode: record into a directory that already holds a scenario (kept as .bak)."""
     allow_hosts: tuple[str, ...] = ()
     """Host / Origin names served besides loopback and the listening address."""
+    wire: WireOptions = field(default_factory=WireOptions)
+    """``--chat-error-finish`` and ``--responses-reasoning``."""
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from ..engine import ReplayEngine
 from ..models import ProviderConfig
 from ..safe_text import shown
 from ..wire.anthropic import MessagesDialect
-from ..wire.dialect import Dialect
+from ..wire.dialect import Dialect, WireOptions
 from ..wire.gemini import GeminiDialect
 from ..wire.native import NativeDialect
 from ..wire.openai_chat import ChatDialect
@@ -32,9 +32,12 @@ from .preamble import bare_path
 from .served import ScenarioSource, Served
 
 
-def default_dialects() -> list[Dialect]:
-    """The dialects every app serves."""
-    return [ChatDialect(), MessagesDialect(), ResponsesDialect(), GeminiDialect(), NativeDialect()]
+def default_dialects(options: WireOptions | None = None) -> list[Dialect]:
+    """The dialects every app serves, set as ``options`` say."""
+    options = options or WireOptions()
+    return [ChatDialect(error_finish=options.chat_error_finish), MessagesDialect(),
+            ResponsesDialect(reasoning=options.responses_reasoning), GeminiDialect(),
+            NativeDialect()]
 
 
 def _error_handler(status: int, code: str, dialects: Sequence[Dialect]
@@ -70,6 +73,7 @@ def create_app(
     reload: Callable[[], object] | None = None,
     sdk_retries: bool = False,
     dialects: Sequence[Dialect] | None = None,
+    wire: WireOptions | None = None,
 ) -> Starlette:
     """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run.
 
@@ -77,10 +81,11 @@ def create_app(
     clients that can set a base URL but no header. ``scenario`` may be a callable
     returning the current scenario; ``set_app_scenario`` changes it later.
     ``sdk_retries`` leaves ``x-should-retry: false`` off the model routes' error answers.
-    ``dialects`` replaces the default set of wire dialects.
+    ``dialects`` replaces the default set of wire dialects; ``wire`` sets the default ones
+    (``--chat-error-finish``, ``--responses-reasoning``).
     """
-    served = Served(engine, scenario, providers, reload, sdk_retries)
-    wires = list(dialects) if dialects is not None else default_dialects()
+    served = Served(engine, scenario, providers, reload, sdk_retries, wire)
+    wires = list(dialects) if dialects is not None else default_dialects(served.wire)
     model_routes: list[tuple[str, Endpoint, list[str]]] = [
         (path, ModelCall(served, dialect).endpoint, ["POST"]) for dialect in wires for path in dialect.routes]
     model_routes += Catalog(served).table()

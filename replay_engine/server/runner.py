@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 from ..engine import Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
+from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
@@ -148,10 +149,12 @@ class ReplayServer:
         allow_hosts: tuple[str, ...] | list[str] = (),
         header_timeout: float = HEADER_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        wire: WireOptions | None = None,
     ) -> None:
         """``allow_hosts``: Host / Origin names served besides loopback and ``host``;
         ``header_timeout``: seconds a connection may take to send a request head;
-        ``max_connections``: connections beyond it are answered 503."""
+        ``max_connections``: connections beyond it are answered 503; ``wire``: how the
+        dialects put what a provider's wires say two ways (``WireOptions``)."""
         self.engine = engine
         self.header_timeout = header_timeout
         self.max_connections = max_connections
@@ -161,7 +164,7 @@ class ReplayServer:
         self._scenario: ScenarioSource = scenario
         if app is None:
             app = self._routes = create_app(engine, scenario=scenario, providers=providers,
-                                            reload=reload, sdk_retries=sdk_retries)
+                                            reload=reload, sdk_retries=sdk_retries, wire=wire)
         self.app: ASGIApp = RequestGuard(app, host=host, allow_hosts=allow_hosts)
         self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
@@ -232,6 +235,7 @@ async def serve_scenario(
     ready_dir: str | Path | None = None,
     providers: list[ProviderConfig] | None = None,
     sdk_retries: bool = False,
+    wire: WireOptions | None = None,
 ) -> AsyncIterator[ReplayServer]:
     """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
     scenario = load_scenario(path)
@@ -243,5 +247,6 @@ async def serve_scenario(
         return fresh
 
     async with ReplayServer(engine, host=host, port=port, providers=providers,
-                            scenario=scenario, reload=reload, sdk_retries=sdk_retries) as server:
+                            scenario=scenario, reload=reload, sdk_retries=sdk_retries,
+                            wire=wire) as server:
         yield server

@@ -120,3 +120,18 @@ def test_a_bad_value_exits_with_the_same_status_from_both(flags: list[str], stat
     tui_err = capsys.readouterr().err
     for err in (serve_err, tui_err):
         assert "Traceback" not in err and err.strip()
+
+
+def test_the_wire_options_resolve_alike_for_both_front_ends() -> None:
+    from dsh_replay_tui.__main__ import options_from_args
+
+    from replay_engine import WireOptions, serve_options
+
+    flags = [BASIC, "--chat-error-finish", "reason", "--responses-reasoning", "content"]
+    wanted = WireOptions(chat_error_finish="reason", responses_reasoning="content")
+    args = _subparser("serve").parse_args(flags)
+    assert serve_options(args).wire == wanted
+    tui = tui_parser().parse_args(flags)
+    tui.scenario_path = Path(BASIC)
+    assert options_from_args(tui).wire == wanted
+    assert serve_options(_subparser("serve").parse_args([BASIC])).wire == WireOptions()

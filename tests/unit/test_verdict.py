@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from replay_engine import NotConsumedError, ReplayEngine, ReplayError, load_scenario
-from replay_engine.context import ContextItem
+from replay_engine.context import ContextItem, live_new_messages
 from replay_engine.divergence import divergence, same_text
 from replay_engine.statuscodes import throw_code_warning
 from tests.unit.enginetools import collect
@@ -113,6 +113,31 @@ def test_tool_results_compare_by_the_call_they_answer() -> None:
                           ContextItem("tool", "7", "t2")], recorded)
     assert changed is not None and changed.kind == "tool-differs"
     assert changed.to_json()["recorded"] == {"role": "tool", "text": "42", "toolCallId": "t1"}
+
+
+def _gemini(*results: tuple[str | None, str]) -> list[ContextItem]:
+    """What a Gemini request's new content reads as: a model turn, then one user turn holding a
+    ``functionResponse`` part per (id, result), as google-genai sends parallel results."""
+    parts = [{"functionResponse": {**({"id": call_id} if call_id else {}), "name": "bash",
+                                   "response": {"output": text}}} for call_id, text in results]
+    return live_new_messages({"systemInstruction": None, "contents": [
+        {"role": "user", "parts": [{"text": "Say hi"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "t1", "name": "bash", "args": {}}}]},
+        {"role": "user", "parts": parts}]})
+
+
+def test_gemini_tool_results_compare_by_the_call_they_answer() -> None:
+    recorded = [ContextItem("tool", "42", "t1"), ContextItem("tool", "7", "t2")]
+    assert _gemini(("t1", "42"), ("t2", "7")) == recorded
+    assert divergence(_gemini(("t2", "7"), ("t1", "42")), recorded) is None  # any order
+    unknown = divergence(_gemini(("t1", "42"), ("t2", "7"), ("t9", "x")), recorded)
+    assert unknown is not None and unknown.kind == "tool-unknown"
+    assert "answers tool call 't9', which the recording never issued" in unknown.describe()
+    missing = divergence(_gemini(("t2", "7")), recorded)
+    assert missing is not None and (missing.kind, missing.where) == ("tool-missing",
+                                                                     "tool result t1")
+    changed = divergence(_gemini(("t1", "41"), ("t2", "7")), recorded)
+    assert changed is not None and changed.kind == "tool-differs"
 
 
 # -- served calls ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from .chunkshape import ends_in_error_finish
 from .models import ChunksEntry, ScriptEntry, SessionScript
 
 CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
@@ -51,15 +52,16 @@ class ContextItem:
 
 
 def _answered(item: ScriptEntry) -> bool:
-    """Whether a recorded call gave the agent an answer (an assistant turn it builds on)."""
-    return isinstance(item.entry, ChunksEntry)
+    """Whether a recorded call gave the agent an answer (an assistant turn it builds on): an
+    error finish fails on every wire as a throw does, so the agent retries with what it sent."""
+    return isinstance(item.entry, ChunksEntry) and not ends_in_error_finish(item.entry.chunks)
 
 
 def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | None:
     """The log lines holding what call ``call_index`` answered (None for sidecar entries).
 
     They run from the last call before it that was answered (a recorded failure or a hang
-    gave the agent nothing, so its retry still carries the same messages) to the call.
+    (an error finish too) gave the agent nothing, so its retry still carries the same messages) to the call.
     ``call_index`` at or past the end of the script names the lines after its last
     derived call: what the recording holds where a live session asked for one call more.
     """

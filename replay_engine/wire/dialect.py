@@ -12,8 +12,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, TypeGuard
+from typing import Any, ClassVar, Literal, Protocol
 
+from ..chunkshape import is_error_finish as is_error_finish
 from ..errors import BadRequest, ReplayError
 from ..models import AnyEntry
 from ..statuscodes import status_for_code as status_for_code
@@ -184,11 +185,6 @@ def failure_of(reason: dict[str, Any]) -> tuple[str, str]:
     message, code = failure.get("message"), failure.get("code")
     return (message if isinstance(message, str) and message else "the recorded call failed",
             code if isinstance(code, str) and code else "ERROR")
-
-
-def is_error_finish(reason: object) -> TypeGuard[dict[str, Any]]:
-    """Whether a recorded finish reason is an error finish."""
-    return isinstance(reason, dict) and reason.get("kind") == "error"
 
 
 def openai_error_body(message: str, code: str, *, refused: bool = False) -> dict[str, Any]:

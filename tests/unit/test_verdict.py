@@ -234,6 +234,41 @@ async def test_a_retry_after_a_scripted_failure_is_seen_and_strict_fails_it(tmp_
     assert any("is a retry of the failed call before it" in p for p in engine.verdict_problems())
 
 
+RETRY = {"type": "retry/scheduled", "data": {"turn": 1, "step": 1, "attempt": 2, "delayMs": 500}}
+
+
+async def test_a_retry_after_an_error_finish_is_seen_and_a_recorded_one_passes_strict(
+        tmp_path: Path) -> None:
+    """An error finish is a scripted failure as a throw is: the same request again is a retry.
+    Where the recording itself holds that retry (the same context before the next call),
+    strict mode lets it pass; where it does not, strict fails it."""
+    error = [{"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": c}} for c in (
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "par"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "par"}},
+        {"type": "finish", "reason": {"kind": "error", "failure": {"code": "EMPTY_RESPONSE",
+                                                                   "message": "empty"}}})]
+    recorded = tmp_path / "recorded"  # the harness retried the call, as it logs a retry
+    recorded.mkdir()
+    write_log(recorded / "session.jsonl", {"type": "session", "version": 0, "id": "p", "createdAt": 1},
+              [user("Say hi"), *error, RETRY, *_chunks(1, 1, "hi")])
+    engine = ReplayEngine(load_scenario(recorded).scripts, strict=True)
+    await collect(engine, "s", [U0])
+    await collect(engine, "s", [U0])
+    assert engine.journal()[1].retry_detected
+    assert engine.verdict_problems() == []
+
+    unrecorded = tmp_path / "unrecorded"
+    unrecorded.mkdir()
+    write_log(unrecorded / "session.jsonl", {"type": "session", "version": 0, "id": "p", "createdAt": 1},
+              [user("Say hi"), *error, user("Next"), *_chunks(2, 1, "two")])
+    engine = ReplayEngine(load_scenario(unrecorded).scripts, strict=True)
+    await collect(engine, "s", [U0])
+    await collect(engine, "s", [U0])
+    assert engine.journal()[1].retry_detected
+    assert any("is a retry of the failed call before it" in p for p in engine.verdict_problems())
+
+
 async def test_concurrent_children_bind_by_content_unless_order_is_asked(tmp_path: Path) -> None:
     root = tmp_path / "kids"
     root.mkdir()

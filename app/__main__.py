@@ -98,6 +98,7 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
         mode=args.mode, breaks=tuple(args.breaks),
+        wire=serve.wire,
     )
 
 

@@ -16,6 +16,7 @@ from replay_engine import (
     ReplayError,
     Scenario,
     StepMode,
+    WireOptions,
 )
 
 
@@ -55,6 +56,8 @@ class AppOptions:
     its first chunk, ``chunk`` every chunk, so nothing is served before a key is pressed."""
     breaks: tuple[tuple[int, int], ...] = ()
     """Breakpoints (script, call) of the default run from the start (``--break``)."""
+    wire: WireOptions = field(default_factory=WireOptions)
+    """``--chat-error-finish`` and ``--responses-reasoning``."""
 
 
 @dataclass(slots=True)

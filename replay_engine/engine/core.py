@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import anyio
 
+from ..chunkshape import ends_in_error_finish
 from ..context import ContextItem
 from ..errors import (
     AbortedError,
@@ -360,6 +361,9 @@ class ReplayEngine:
                 rec.unfinished = "the client went away (or the server stopped) mid-stream"
             if binding is not None and rec.unfinished is not None:
                 binding.unfinished.append((call.call_index, call.served, total, rec.unfinished))
+        elif outcome == "finished" and binding is not None and isinstance(call.entry, ChunksEntry) \
+                and ends_in_error_finish(call.entry.chunks):
+            binding.last_failed = True  # an error finish is a scripted failure, as a throw is
         elif outcome == "failed" and binding is not None:
             if isinstance(exc, ScriptedFailure):
                 binding.last_failed = True

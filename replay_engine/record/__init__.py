@@ -29,8 +29,10 @@ written. The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (
 Dialects plug in through :class:`~replay_engine.record.dialect.RecordDialect` (the seam; one
 sibling module per dialect, as in ``replay_engine/wire``, listed by ``dialects``); built in
 are the OpenAI / DeepSeek chat-completions wire (``openai_chat``), Anthropic Messages
-(``anthropic``, ``/v1/messages``; an Anthropic SDK takes ``url`` as its base URL) and OpenAI
-Responses (``responses``, ``/v1/responses``).
+(``anthropic``, ``/v1/messages``; an Anthropic SDK takes ``url`` as its base URL), OpenAI
+Responses (``responses``, ``/v1/responses``) and the Gemini API (``gemini``,
+``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``; a google-genai
+client takes ``url`` as its base URL).
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from ..errors import SCENARIO_EXISTS, ReplayError
 from .calls import CallReport, FailureListener, Listener
 from .dialect import RecordDialect
 from .dialects import DIALECTS
+from .forward import NETWORK
 from .openai_chat import OPENAI_CHAT
-from .proxy import NETWORK, RecordProxy, check_upstream
+from .proxy import RecordProxy, check_upstream
 from .scrub import Scrubber, load_scrub_file
 from .writer import DEFAULT_FORMAT, ScenarioRecorder
 

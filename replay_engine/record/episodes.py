@@ -180,7 +180,7 @@ class EpisodeRecorder(ScenarioRecorder):
         """The sidecar text once the primary has new calls (None: unchanged). A bare list, a
         failed new call, or a patch at the old end (which would land on a new call) make it
         the bare list of every primary call, as served, then the new ones."""
-        if not self.primary_entries or not self.scripts:
+        if not self.sidecar.entries or not self.scripts:
             return None
         current = self.scenario.sidecar
         derived = self.scenario.derived_primary or []
@@ -191,7 +191,7 @@ class EpisodeRecorder(ScenarioRecorder):
                 and not self.primary_failed:
             return None
         served = [entry_to_json(item.entry) for item in self.scripts[0].entries]
-        return self.redact(render_document(served + self.primary_entries))
+        return self.redact(render_document(served + self.sidecar.entries))
 
 
 class EpisodeRecording:

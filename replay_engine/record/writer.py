@@ -6,7 +6,8 @@ advances), ``step/start``, one ``user/message`` / ``tool/result`` per new reques
 ``step/end``. A call's lines are written in one append once it ends, in the slot of its
 start (calls of one session are logged in request order, however they finish), so a killed
 recorder leaves only whole calls. An upstream failure of the primary makes
-``replay.override.json`` the bare list deciding it; a child's failure is reported, naming the
+``replay.override.json`` the bare list deciding it (``primary_sidecar``: it and the log always
+hold the same calls); a child's failure is reported, naming the
 call. ``--format v4`` writes ``session[.N].v4.jsonl`` instead (SPEC 2b): per call one settlement
 event holding its compact stream (record/settlement.py) in place of the chunk events. Text is
 written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
@@ -24,15 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..authoring.compare import render_document
 from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
-from ..files import atomic_write
 from ..jsonlimits import json_text
-from ..scenario.layout import SIDECAR_NAME, log_file_name
-from ..scenario.sidecar import validate_sidecar
+from ..scenario.layout import log_file_name
 from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
 from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
 from .directory import lock_directory, prepare_directory
+from .primary_sidecar import PrimarySidecar
 from .redact import Redactor
 from .scrub import Scrubber
 from .settlement import FORMAT_VERSION, run_key, run_record, settlement
@@ -99,7 +98,7 @@ class SessionLog:
             self.step = 1
         else:
             self.step += 1
-        call = Call(self, self.turn, self.step, new_turn, now_ms(),
+        call = Call(self.recorder, self.session, self.turn, self.step, new_turn, now_ms(),
                     [m for m in fresh if m.role in ("user", "tool")])
         self.pending.append(call)
         return call
@@ -234,8 +233,8 @@ class ScenarioRecorder:
         """The user's scrub hooks and rules (none unless given)."""
         self.sessions: dict[str | None, SessionLog] = {}
         self.in_flight: set[Call] = set()
-        self.primary_entries: list[dict[str, Any]] = []
-        self.primary_failed = False
+        self.sidecar = PrimarySidecar(self.directory, self.redact)
+        """The primary's calls as the sidecar deciding them (written once one failed)."""
         self.problems: list[str] = []
         self.reports: list[CallReport] = []
         self.listeners: list[Listener] = []
@@ -246,6 +245,11 @@ class ScenarioRecorder:
         self.dropped: list[Call] = []
         """Calls still streaming when the recording stopped (not written)."""
         self._last_created = 0
+
+    @property
+    def primary_failed(self) -> bool:
+        """A primary call failed upstream: ``replay.override.json`` decides the primary."""
+        return self.sidecar.failed
 
     @property
     def recording(self) -> bool:
@@ -297,7 +301,11 @@ class ScenarioRecorder:
         call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
                         if failure is not None else None)
         self.in_flight.discard(call)
-        return self._flush(call.log).get(id(call))
+        return self._flush(self.sessions[call.session]).get(id(call))
+
+    def drop_call(self, call: Call) -> None:
+        """A call that will never be written is no longer in flight."""
+        self.in_flight.discard(call)
 
     def _flush(self, log: SessionLog) -> dict[int, CallReport]:
         """Write the session's ended calls that are next in request order."""
@@ -311,16 +319,18 @@ class ScenarioRecorder:
 
     def _write_call(self, call: Call) -> CallReport | None:
         call.done = True
-        log = call.log
+        log = self.sessions[call.session]
         index = log.calls
         try:
             chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
             call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure
-            if log.primary:  # the sidecar first: a kill between the two writes leaves a bare
-                self._primary_call(call, failure)  # list that still decides every call of the log
-            log.write_call(lines)
+            if log.primary:  # the sidecar entry first, taken back when the log write fails
+                with self.sidecar.deciding(call.chunks, failure):
+                    log.write_call(lines)
+            else:
+                log.write_call(lines)
         except ReplayError as exc:
             self._failed(exc)
             return None
@@ -359,17 +369,18 @@ class ScenarioRecorder:
     def _lines(self, call: Call) -> list[str]:
         """The call's log lines; an answer that cannot be written as JSON (a number that is not
         finite, nesting too deep) is recorded as the failure it is, without its chunks."""
+        log = self.sessions[call.session]
         try:
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
         except (ValueError, RecursionError) as exc:
             call.failure = (f"the recorder could not write the upstream's answer as JSON "
                             f"({type(exc).__name__}: {str(exc)[:200]})", INVALID_RESPONSE)
             call.timed = []
         try:
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
         except (ValueError, RecursionError):
             call.new_messages = []  # the request's own content cannot be written either
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
 
     def _failed(self, error: ReplayError) -> None:
         if self.failure is not None:
@@ -377,34 +388,6 @@ class ScenarioRecorder:
         self.failure = error
         for listener in self.failure_listeners:
             listener(error)
-
-    def _primary_call(self, call: Call, failure: tuple[str, str] | None) -> None:
-        if failure is None:
-            self.primary_entries.append({"kind": "chunks", "chunks": call.chunks})
-        else:
-            self.primary_failed = True
-            self.primary_entries.append({"kind": "throw", "chunks": call.chunks,
-                                         "message": failure[0] or "upstream failure",
-                                         "code": failure[1] or "SERVER"})
-        if self.primary_failed:
-            try:
-                self.write_sidecar()
-            except BaseException:
-                self.primary_entries.pop()
-                raise
-
-    def write_sidecar(self) -> Path:
-        """``replay.override.json`` as the bare list of every primary call, atomically, in the
-        form ``dsh-replay override`` writes (validated first; InputError RECORD_WRITE when it
-        cannot be written)."""
-        path = self.directory / SIDECAR_NAME
-        validate_sidecar(self.primary_entries, str(path))
-        text = render_document(self.primary_entries)
-        try:
-            atomic_write(path, self.redact(text).encode("utf-8"))
-        except OSError as exc:
-            raise write_error(path, exc, len(self.primary_entries) - 1) from None
-        return path
 
     def close(self) -> list[Call]:
         """Finish the recording: write what ended, drop calls still streaming (one with ended

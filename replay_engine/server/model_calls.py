@@ -48,6 +48,7 @@ class ModelCall:
             session = request_session(request, body if dialect.session_in_body else None)
             call = dialect.read(body, RouteInfo(
                 bare_path(request.url.path), dict(request.path_params), dict(request.query_params)))
+            self.served.named(call.model)
             handle = await self.served.engine.open_call_async(
                 session, call.corpus, run=run, model=call.model, retry=is_retry(request),
                 dialect=dialect.name)
@@ -60,9 +61,19 @@ class ModelCall:
         except ReplayError as exc:
             return self.error(exc)
         if call.stream:
-            return CallStream(handle, dialect.encoder(call, handle.entry), dialect,
-                              self.served.streams, self.no_retry_raw,
+            encoder = dialect.encoder(call, handle.entry)
+            self._keep(run, encoder)
+            return CallStream(handle, encoder, dialect, self.served.streams, self.no_retry_raw,
                               media_type=dialect.stream_media_type(call))
         label = (f"session {session or 'anonymous'}, script {handle.script_index}, call "
                  f"{handle.call_index}, run {run}")
-        return CallCompletion(handle, dialect, call, label, self.no_retry_raw)
+        assembler = dialect.assembler(call)
+        self._keep(run, assembler)
+        return CallCompletion(handle, dialect, call, label, self.no_retry_raw,
+                              assembler=assembler)
+
+    def _keep(self, run: str, made: object) -> None:
+        """Keep what a later request can fetch of this call (a Responses answer by its id)."""
+        kept = self.dialect.kept(made)
+        if kept is not None:
+            self.served.answers.keep(run, kept)

@@ -87,7 +87,7 @@ class DshReplay:
         except Exception as exc:
             del self._runs[directory]
             run.finish(self._pool)
-            pytest.fail(self._start_failure(directory, exc), pytrace=False)
+            pytest.fail(self._start_failure(directory, exc, run.mode), pytrace=False)
         if len(self._runs) == 1:
             self._point_clients(run)
         return run
@@ -128,7 +128,7 @@ class DshReplay:
 
         return display_path(path, self._settings.base)
 
-    def _start_failure(self, directory: Path, exc: Exception) -> str:
+    def _start_failure(self, directory: Path, exc: Exception, mode: Mode) -> str:
         from ..errors import ReplayError
         from .servers import holds_scenario
 
@@ -137,7 +137,7 @@ class DshReplay:
             text = f"dsh-replay: cannot serve {shown}: [{exc.code}] {exc.message}"
         else:
             text = f"dsh-replay: cannot serve {shown}: {exc}"
-        if not holds_scenario(directory):
+        if mode != "record" and not holds_scenario(directory):  # recording it failed itself
             text += ("\n  record it first: pytest --dsh-replay-record=once "
                      "--dsh-replay-upstream URL (or dsh-replay record DIR --upstream URL)")
         return text

@@ -95,6 +95,13 @@ def lock_directory(directory: Path) -> HeldLock:
     return held
 
 
+def ensure_not_recording(directory: Path) -> None:
+    """InputError ``RECORDING_LOCKED`` naming the holder when a recorder is recording into
+    ``directory`` now (checked, not held: nothing of the check stays in the directory)."""
+    if directory.is_dir():
+        lock_directory(directory).release()
+
+
 def prepare_directory(directory: Path, *, force: bool) -> list[Path]:
     """Make room in ``directory`` (locked by the caller): refuses an existing scenario unless
     ``force``, which moves its files to numbered backups ``NAME.bak.N``; returns them."""

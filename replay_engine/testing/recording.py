@@ -74,8 +74,10 @@ class WholeRecording:
 
     def __init__(self, pool: ServerPool, scenario: Path, upstream: str,
                  scrub: Scrubber | None) -> None:
+        from ..record.directory import ensure_not_recording
         from ..record.staging import attempt_directory
 
+        ensure_not_recording(scenario)  # another recorder writing it would race the promotion
         self.scenario = scenario
         self.attempt = attempt_directory(scenario)
         try:
@@ -122,11 +124,13 @@ class NewEpisodes:
 
     def __init__(self, pool: ServerPool, server: ReplayServer, scenario: Path, run: str,
                  upstream: str, scrub: Scrubber | None) -> None:
+        from ..record.directory import ensure_not_recording
         from ..record.episodes import EpisodeRecording
         from ..record.staging import attempt_directory
 
         loaded = server.scenario
         assert loaded is not None
+        ensure_not_recording(scenario)
         self.scenario = scenario
         self.run = run
         self.attempt = attempt_directory(scenario)

@@ -30,7 +30,7 @@ EPISODES = f'''
     def test_goes_on(dsh_replay):
         # the two recorded calls, then one more in the same session, then a new session
         assert run_agent(dsh_replay.base_url, follow_up="And now?") == {RECORDED!r}
-        assert ask(dsh_replay.base_url, "Summarise src/", session="helper") == {RECORDED!r}
+        assert ask(dsh_replay.base_url, "Summarise src/", session="summariser") == {RECORDED!r}
 '''
 
 
@@ -59,7 +59,7 @@ def test_new_calls_are_appended_and_replay_afterwards(
     assert appended[0]["seq"] == 20  # the log's seq goes on where it ended
     assert appended[2]["data"] == {"turn": 2, "step": 1, "role": "user", "content": "And now?"}
     child = (scenario / "session.1.jsonl").read_text().splitlines()
-    assert json.loads(child[0])["id"] == "helper"
+    assert json.loads(child[0])["id"] == "summariser"
     for name, data in files_of(scenario).items():
         assert KEY.encode() not in data, name
     assert not list(scenario.parent.glob("*.recording-*"))

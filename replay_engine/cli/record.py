@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from ..files import atomic_write
-from ..record import CallReport, Recording, record_scenario
+from ..record import CallReport, Recording, load_scrub_file, record_scenario
 from ..record.summary import recording_summary, report_line
 from ..record.writer import DEFAULT_FORMAT, FORMATS
 from ..server.listen import (
@@ -54,8 +54,12 @@ def register(subparsers: Any) -> None:
                    help="log generation to write: v1 (session.jsonl, session.N.jsonl; the "
                    "default) or v4 (session.v4.jsonl, session.N.v4.jsonl: one settlement event "
                    "per call, its stream as compact records)")
+    p.add_argument("--scrub", default=None, metavar="FILE",
+                   help="scrub what is written: a .py file defining before_record_request, "
+                   "before_record_chunk and/or filter_text, or a .json / .toml file of filter_text "
+                   "rules; matches become stable {{scrubbed:NAME-HASH}} tokens")
     p.add_argument("--force", action="store_true",
-                   help="record into a directory holding a scenario; its files are kept as .bak")
+                   help="record into a directory holding a scenario; its files are kept as .bak.N")
     p.set_defaults(handler=run_record)
 
 
@@ -65,6 +69,7 @@ async def _record(args: argparse.Namespace) -> int:
         if report.problem:
             print(f"dsh-replay: warning: {report.problem}", file=sys.stderr, flush=True)
 
+    scrub = load_scrub_file(args.scrub) if args.scrub else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -74,7 +79,8 @@ async def _record(args: argparse.Namespace) -> int:
             context = record_scenario(args.scenario, args.upstream, host=args.host,
                                       port=args.port, pack=args.pack, force=args.force,
                                       log_format=args.log_format,
-                                      listener=show, on_failure=lambda _: stop.set())
+                                      listener=show, on_failure=lambda _: stop.set(),
+                                      scrub=scrub)
             recording: Recording = await context.__aenter__()
         except OSError as exc:
             if exc.filename is not None:

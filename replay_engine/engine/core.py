@@ -35,7 +35,7 @@ from ..errors import (
 from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
-from .cancel import calls_to_cancel, cancel_call, wait
+from .cancel import calls_to_cancel, cancel_call, cancel_run, wait
 from .claims import BindMode
 from .events import Observer
 from .gate import StepGates, StepHow, pause, release
@@ -533,15 +533,8 @@ class ReplayEngine:
         """Forget the run's bindings, cursors and journal (in-flight calls are cancelled)."""
         r = self._runs.get(run)
         if r is not None:
-            for binding in r.bindings.values():
-                if binding.call is not None:
-                    cancel_call(binding.call)
-            r.bindings.clear()
-            r.live_ids.clear()
-            r.journal.clear()
-            r.refused.clear()
-            r.refused_count = 0
-            r.dropped = 0
+            cancel_run(r)
+            r.clear()
         self._emit(ev.RunReset(run))
 
     def forget(self, run: str) -> bool:
@@ -551,11 +544,18 @@ class ReplayEngine:
         self._ready_dirs.pop(run, None)
         if r is None:
             return False
-        for binding in r.bindings.values():
-            if binding.call is not None:
-                cancel_call(binding.call)
+        cancel_run(r)
         self._emit(ev.RunForgotten(run))
         return True
+
+    def configure_run(self, run: str, *, overflow: frozenset[str] | None = None,
+                      scrub: Callable[[Any], Any] | None = None) -> None:
+        """Set what is given (``forget`` clears both). ``overflow``: the wires whose calls past
+        the recording go back to the server unrefused (to forward and record); ``scrub`` is
+        applied to live requests before they are compared with the recording."""
+        r = self._run(run)
+        r.overflow = r.overflow if overflow is None else overflow
+        r.scrub = scrub or r.scrub
 
     def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
         """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""

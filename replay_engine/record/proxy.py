@@ -127,25 +127,29 @@ class RecordProxy:
 
     def _model_call(self, dialect: RecordDialect, path: str) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> ASGIApp:
-            recorder = self.recorder
-            recorder.redact.learn(request.headers.items(), request.url.query)
             try:  # the replay server's own rules: what it would refuse is never recorded
                 session = request_session(request)
                 body = parse_json_body(raw := await read_body(request))
             except BadRequest as bad:
                 return bad.response(NO_RETRY)
-            call = recorder.open_call(session, dialect.messages(body))
-            if recorder.failure is not None:
-                failure = recorder.failure
-                return upstream_error(f"the recording stopped: {failure.message}", 503,
-                                      failure.code)
-            url = upstream_url(self.upstream, forwarded_path(path, request.path_params),
-                               request.url.query)
-            outgoing = self.client.build_request("POST", url, content=raw,
-                                                 headers=self._headers(request, session))
-            return Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
+            return self.forward(request, dialect, path, session, raw, body)
 
         return endpoint
+
+    def forward(self, request: Request, dialect: RecordDialect, path: str, session: str | None,
+                raw: bytes, body: dict[str, Any]) -> ASGIApp:
+        """Record one model call of route ``path`` (its body read) and relay it upstream; the
+        pytest plugin's ``new_episodes`` calls it for the calls past a replayed recording."""
+        recorder = self.recorder
+        recorder.redact.learn(request.headers.items(), request.url.query)
+        call = recorder.record_call(session, dialect.messages, body)
+        if (failure := recorder.failure) is not None:
+            return upstream_error(f"the recording stopped: {failure.message}", 503, failure.code)
+        url = upstream_url(self.upstream, forwarded_path(path, request.path_params),
+                           request.url.query)
+        outgoing = self.client.build_request("POST", url, content=raw,
+                                             headers=self._headers(request, session))
+        return Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
 
     def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:

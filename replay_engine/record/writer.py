@@ -21,6 +21,7 @@ import contextlib
 import os
 import uuid
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
 from .directory import lock_directory, prepare_directory
 from .primary_sidecar import PrimarySidecar
 from .redact import Redactor
+from .scrub import Scrubber
 from .settlement import FORMAT_VERSION, run_key, run_record, settlement
 
 FORMATS = {"v1": 0, "v4": FORMAT_VERSION}
@@ -67,17 +69,21 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise write_error(path, exc, 0) from None
+        self._begin(created_at)
+
+    def _begin(self, created_at: int) -> None:
+        """Write the header (a log that continues another one writes none)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise write_error(path, exc, 0) from None
         self._write([_dumps(header)])
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
@@ -223,6 +229,8 @@ class ScenarioRecorder:
             self._lock.release()
             raise
         self.redact = Redactor()
+        self.scrub = Scrubber()
+        """The user's scrub hooks and rules (none unless given)."""
         self.sessions: dict[str | None, SessionLog] = {}
         self.in_flight: set[Call] = set()
         self.sidecar = PrimarySidecar(self.directory, self.redact)
@@ -255,13 +263,8 @@ class ScenarioRecorder:
             return None
         log = self.sessions.get(session)
         if log is None:
-            created = max(now_ms(), self._last_created + 1)  # children keep first-call order
-            self._last_created = created
-            ordinal = len(self.sessions) or None
-            name = log_file_name(ordinal, self.generation)
             try:
-                log = SessionLog(self, self.directory / name, session, created,
-                                 primary=ordinal is None)
+                log = self._new_log(session)
             except ReplayError as exc:
                 self._failed(exc)
                 return None
@@ -270,13 +273,33 @@ class ScenarioRecorder:
         self.in_flight.add(call)
         return call
 
+    def _new_log(self, session: str | None) -> SessionLog:
+        """The log a session's first call creates: the primary's, then the next child's."""
+        created = max(now_ms(), self._last_created + 1)  # children keep first-call order
+        self._last_created = created
+        ordinal = len(self.sessions) or None
+        return SessionLog(self, self.directory / log_file_name(ordinal, self.generation), session,
+                          created, primary=ordinal is None)
+
+    def record_call(self, session: str | None, read: Callable[[dict[str, Any]],
+                    list[RequestMessage]], body: dict[str, Any]) -> Call | None:
+        """``open_call`` for a request body: its messages as ``read`` takes them, scrubbed; None
+        when the recording stopped (also when a scrub hook failed: it stops the recording)."""
+        try:
+            messages = self.scrub.messages(read, body)
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        return self.open_call(session, messages)
+
     def end_call(self, call: Call, failure: tuple[str, str] | None) -> CallReport | None:
         """A call ended (``failure``: the upstream's message and code): written now when every
         earlier call of its session is, else as soon as they are; its report when written."""
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = (self.redact(failure[0]), failure[1]) if failure is not None else None
+        call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
+                        if failure is not None else None)
         self.in_flight.discard(call)
         return self._flush(self.sessions[call.session]).get(id(call))
 
@@ -298,9 +321,9 @@ class ScenarioRecorder:
         call.done = True
         log = self.sessions[call.session]
         index = log.calls
-        call.timed = list(zip(self.redact.chunks(call.chunks), (at for _, at in call.timed),
-                              strict=True))
         try:
+            chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
+            call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure
             if log.primary:  # the sidecar entry first, taken back when the log write fails

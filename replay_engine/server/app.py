@@ -87,7 +87,8 @@ def create_app(
     served = Served(engine, scenario, providers, reload, sdk_retries, wire)
     wires = list(dialects) if dialects is not None else default_dialects(served.wire)
     model_routes: list[tuple[str, Endpoint, list[str]]] = [
-        (path, ModelCall(served, dialect).endpoint, ["POST"]) for dialect in wires for path in dialect.routes]
+        (path, ModelCall(served, dialect, path).endpoint, ["POST"])
+        for dialect in wires for path in dialect.routes]
     model_routes += Catalog(served).table()
     routes = []
     control = Control(served)

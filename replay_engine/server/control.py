@@ -151,6 +151,7 @@ class Control:
         diverged = self.engine.first_divergence(run)
         if problems:
             return JSONResponse({"ok": False, "problems": problems, "firstDivergence": diverged,
+                                 "unconsumed": self.engine.consumed_problems(run),
                                  "strict": self.engine.strict}, status_code=409)
         return JSONResponse({"ok": True, "firstDivergence": diverged,
                              "strict": self.engine.strict})

@@ -19,14 +19,14 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..engine import Pace, ReplayEngine
+from ..engine import BindMode, Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
-from .served import ScenarioSource
+from .served import OverflowHandler, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after
@@ -186,6 +186,13 @@ class ReplayServer:
         if self._routes is not None:
             set_app_scenario(self._routes, scenario)
 
+    def set_overflow(self, run: str, handler: OverflowHandler | None,
+                     dialects: frozenset[str] = frozenset()) -> None:
+        """Who answers ``run``'s calls past the recording (``Served.set_overflow``)."""
+        if self._routes is None:
+            raise RuntimeError("this server serves an app of its own; set its overflow there")
+        served_by(self._routes).set_overflow(run, handler, dialects)
+
     @property
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:8765`` (once started)."""
@@ -236,10 +243,11 @@ async def serve_scenario(
     providers: list[ProviderConfig] | None = None,
     sdk_retries: bool = False,
     wire: WireOptions | None = None,
+    bind: BindMode = "content",
 ) -> AsyncIterator[ReplayServer]:
     """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
     scenario = load_scenario(path)
-    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir)
+    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
 
     def reload() -> Scenario:
         fresh = load_scenario(path)

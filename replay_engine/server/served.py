@@ -1,17 +1,21 @@
 """What every route of one app shares: the engine, the scenario it reports, the provider
 catalog and the models requests named, the reload source, the no-retry headers of
-model-route errors, the wire options and the responses each run served."""
+model-route errors, the wire options, the responses each run served and the per-run
+overflow handlers (who answers calls past the recording instead of a binding error)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
+from starlette.types import ASGIApp
 
 from ..engine import DEFAULT_RUN, ReplayEngine
 from ..engine import events as ev
+from ..errors import BindingError
 from ..models import ModelConfig, ProviderConfig
 from ..scenario.loading import Scenario
 from ..wire.dialect import Kept, WireOptions
@@ -28,6 +32,27 @@ MAX_MODEL_ID = 256
 ScenarioSource = Scenario | Callable[[], Scenario | None] | None
 """What the scripts route reports headers from: a scenario, a callable returning the current
 one (asked on every request), or nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overflowed:
+    """A model call past the recording that a run's overflow handler answers instead of the
+    binding error (which the engine did not count as a refusal)."""
+
+    request: Request
+    route: str
+    """The route template it came in on (``/v1/chat/completions``)."""
+    dialect: str
+    """The wire dialect's name."""
+    session: str | None
+    raw: bytes
+    """The request body as sent."""
+    body: dict[str, Any]
+    error: BindingError
+
+
+OverflowHandler = Callable[[Overflowed], ASGIApp]
+"""Answers an overflowed call (e.g. forwards it upstream through a recorder)."""
 
 
 class KeptAnswers:
@@ -80,6 +105,8 @@ class Served:
         self.answers = KeptAnswers(engine)
         self.reload_fn = reload
         self.streams = StreamCount()
+        self.overflow: dict[str, tuple[OverflowHandler, frozenset[str]]] = {}
+        """Per run: who answers its calls past the recording, on which wires (``set_overflow``)."""
         self._scenario: Scenario | None = None
         self._provider: Callable[[], Scenario | None] | None = None
         self.set_scenario(scenario)
@@ -100,6 +127,18 @@ class Served:
     def scenario(self) -> Scenario | None:
         """The scenario as last told (a provider is asked every time)."""
         return self._provider() if self._provider is not None else self._scenario
+
+    def set_overflow(self, run: str, handler: OverflowHandler | None,
+                     dialects: frozenset[str] = frozenset()) -> None:
+        """Answer ``run``'s calls past the recording on the ``dialects`` wires with ``handler``
+        instead of a binding error (None: refuse them again); the engine then does not count
+        them as refused."""
+        if handler is None or not dialects:
+            self.overflow.pop(run, None)
+            dialects = frozenset()
+        else:
+            self.overflow[run] = (handler, dialects)
+        self.engine.configure_run(run, overflow=dialects)
 
     def named(self, model: str | None) -> None:
         """Note a model id a request named (what ``/v1/models`` lists without a catalog)."""

@@ -85,7 +85,7 @@ async def test_one_directory_one_recorder(tmp_path: Path) -> None:
         assert not (target / ".dsh-replay-record.lock").exists()
         async with record_scenario(target, upstream.url, force=True):  # free again
             pass
-    assert [p.name for p in target.glob("*.bak")] == ["session.jsonl.bak"]
+    assert [p.name for p in target.glob("*.bak.*")] == ["session.jsonl.bak.1"]
 
 
 async def test_secrets_split_across_deltas_in_queries_and_cut_error_bodies_are_redacted(

@@ -163,12 +163,56 @@ def finite_float(literal: str) -> float:
     return value
 
 
+def _overflows(literal: str) -> bool:
+    """Whether a JSON integer literal is beyond what a double holds (long ones never parsed:
+    a JSON integer has no leading zeros, so 310 digits are already too many)."""
+    digits = len(literal) - literal.startswith("-")
+    return digits > 309 or digits == 309 and overflows_double(int(literal))
+
+
 def finite_int(literal: str) -> int:
     """``json.loads``'s ``parse_int``: the integer, refusing what no double can hold."""
-    value = int(literal)
-    if len(literal) > 300 and overflows_double(value):
+    if len(literal) > 300 and _overflows(literal):
         raise NonFiniteNumber(literal)
-    return value
+    return int(literal)
+
+
+class _Refused(str):
+    """A number literal no double holds, kept as its text while its place is looked for."""
+
+
+def _float_or_refused(literal: str) -> Any:
+    value = float(literal)
+    return value if math.isfinite(value) else _Refused(literal)
+
+
+def _int_or_refused(literal: str) -> Any:
+    return _Refused(literal) if len(literal) > 300 and _overflows(literal) else int(literal)
+
+
+def non_finite_at(text: str | bytes, path: str = "$") -> tuple[str, str] | None:
+    """The JSON path and literal of the first number in a document that no double holds
+    (``1e999``, an integer of 309 digits and more, ``NaN``, ``Infinity``), or None (also when
+    the text is no JSON). For error messages: it decodes again with the standard library."""
+    import json
+
+    if too_deep(text):
+        return None
+    try:
+        doc = json.loads(text, parse_float=_float_or_refused, parse_int=_int_or_refused,
+                         parse_constant=_Refused)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(doc, path)]
+    while stack:
+        item, where = stack.pop()
+        if type(item) is _Refused:
+            return where, str(item)
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
 
 
 def _no_constant(name: str) -> Any:

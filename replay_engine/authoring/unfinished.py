@@ -14,7 +14,12 @@ from pathlib import Path
 from ..errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError
 from ..models import AnyEntry, ReplayConfig, ScriptEntry, SessionHeader
 from ..scenario.derive_fast import load_log
-from ..scenario.loading import PRIMARY_NAME, config_from_directory, load_scenario
+from ..scenario.loading import (
+    PRIMARY_NAME,
+    config_from_directory,
+    load_scenario,
+    reads_by_generation,
+)
 from ..scenario.sidecar import SIDECAR_NAME, apply_sidecar
 from .compare import read_sidecar_file
 from .draft import OverrideDraft
@@ -69,7 +74,8 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
             "recorded call to decide.", file=config.file, code=OVERRIDE_EDIT,
         )
     path = Path(config.overrideFile)
-    sidecar, digest = read_sidecar_file(path)
+    generations = reads_by_generation(config)
+    sidecar, digest = read_sidecar_file(path, generations=generations)
     primary = load_primary_for_authoring(Path(config.file))
     derived = primary.entries
     undecided = {i: derived[i] for i in primary.unfinished}
@@ -86,7 +92,7 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
         note = (note or "") + (f" The patches in {path.name} are kept and the file is saved as "
                                "a bare list (a patches sidecar cannot apply to this log).")
     draft = OverrideDraft(path, "list", derived, entries=entries, base_digest=digest,
-                          derived_note=note, undecided=undecided)
+                          derived_note=note, undecided=undecided, generations=generations)
     draft.unfinished = tuple(primary.unfinished)  # patched ones too: they explain the list form
     return draft
 

@@ -8,10 +8,7 @@ load there too. Readers ask ``kept_may_fail`` of a line (counting bytes, cheap) 
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-import msgspec
 
 from ..errors import LogParseError
 from ..jsonlimits import (
@@ -23,34 +20,6 @@ from ..jsonlimits import (
     non_finite_problem,
 )
 from ..jsonnumbers import overflows_double
-
-_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
-
-
-class RawEnvelope(msgspec.Struct, gc=False):
-    """The raw JSON of a line's ``seq`` and ``time`` (for warnings, and to name a number)."""
-
-    seq: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-    time: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-
-
-raw_envelope_decoder = msgspec.json.Decoder(RawEnvelope)
-
-
-def number_path(text: str, literal: str, problem: str) -> str | None:
-    """Where a refused number is in a line: msgspec's path, else ``$.seq`` / ``$.time``."""
-    found = _AT_PATH.search(problem)
-    if found and "[...]" not in found.group(1):
-        return found.group(1)
-    try:
-        envelope = raw_envelope_decoder.decode(text.encode("utf-8", "surrogatepass"))
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    for name in ("seq", "time"):
-        value = getattr(envelope, name)
-        if isinstance(value, msgspec.Raw) and bytes(value).decode() == literal:
-            return f"$.{name}"
-    return None
 
 
 def number_error(file: str | None, line: int, where: str | None, literal: str

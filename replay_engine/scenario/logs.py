@@ -22,10 +22,11 @@ from ..jsonlimits import (
     huge_integer_at,
     loads_strict,
     nested_deeper,
+    non_finite_at,
     too_deep,
 )
 from ..jsonnumbers import as_safe_integer, is_number
-from .kept import number_error, number_path
+from .kept import number_error
 from .layout import not_a_file
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
             raise too_deep_line_error(file, line) from None
         except msgspec.DecodeError:
             if SURROGATE_ESCAPE.search(raw) or "out of range" in str(exc):
-                return False, _decode_strictly(text, file, line, str(exc))
+                return False, _decode_strictly(text, file, line)
             raise _invalid_json_error(file, line, str(exc)) from None
 
 
@@ -96,7 +97,7 @@ def _invalid_json_error(file: str | None, line: int, problem: str) -> LogParseEr
     )
 
 
-def _decode_strictly(text: str, file: str | None, line: int, problem: str) -> Any:
+def _decode_strictly(text: str, file: str | None, line: int) -> Any:
     """A line msgspec refused that holds a lone surrogate escape (which ``JSON.parse``
     accepts), or a number beyond a double: decoded by the standard library under the same
     rules (finite numbers, no constants), so the number is named when it is the problem."""
@@ -107,8 +108,8 @@ def _decode_strictly(text: str, file: str | None, line: int, problem: str) -> An
     except RecursionError:
         raise too_deep_line_error(file, line) from None
     except NonFiniteNumber as exc:
-        raise number_error(file, line, number_path(text, exc.literal, problem), exc.literal
-                           ) from None
+        found = non_finite_at(text)
+        raise number_error(file, line, found[0] if found else None, exc.literal) from None
     except ValueError as exc:  # JSONDecodeError
         raise _invalid_json_error(file, line, str(exc)) from None
 

@@ -18,7 +18,7 @@ import msgspec
 from ..chunkshape import ChunkShape
 from ..jsonnumbers import MAX_SAFE_INTEGER, is_number, json_kind
 from .callkeys import Undefined, call_key
-from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail, raw_envelope_decoder
+from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -128,10 +128,18 @@ class PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     time0: _SafeInt | msgspec.UnsetType = msgspec.UNSET
 
 
+class _Envelope(msgspec.Struct, gc=False):
+    """The raw JSON of a line's ``seq`` and ``time``, for the warnings."""
+
+    seq: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    time: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 line_decoder = msgspec.json.Decoder(LineEvent)
 checked_decoder = msgspec.json.Decoder(CheckedEvent)
 shape_decoder = msgspec.json.Decoder(ShapeEvent)
 _packed_decoder = msgspec.json.Decoder(PackedRow)
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 PackedFields = tuple[PackedRow, list[str], str | msgspec.UnsetType, str | msgspec.UnsetType]
 
@@ -328,9 +336,8 @@ def envelope_warning(file: str | None, line: int, name: str, kind: str) -> str:
 
 
 def raw_envelope_warnings(raw: bytes, file: str | None, line: int, warnings: list[str]) -> None:
-    """The envelope warnings of a line that ``LineEvent`` decodes (so ``RawEnvelope`` does
-    too)."""
-    envelope = raw_envelope_decoder.decode(raw)
+    """The envelope warnings of a line that ``LineEvent`` decodes (so ``_Envelope`` does too)."""
+    envelope = _envelope_decoder.decode(raw)
     for name, value in (("seq", envelope.seq), ("time", envelope.time)):
         if isinstance(value, msgspec.Raw):
             kind = _RAW_KINDS.get(bytes(value)[0])

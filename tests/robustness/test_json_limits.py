@@ -91,7 +91,7 @@ def test_non_finite_number_in_sidecar(scenario: Path, command: list[str]) -> Non
     result = cli(*command, str(scenario))
     assert_typed_failure(result, None if command == ["validate"] else "SIDECAR_INVALID")
     out = result.stdout + result.stderr
-    assert f"{SIDE}:10: the number 1e999 is not finite" in out
+    assert f"{SIDE}:10: $.patches[0].entry.chunks[0].x: the number 1e999 is not finite" in out
     if command[0] == "inspect":
         json.loads(result.stdout)  # JSON, never Infinity
     assert "session.jsonl" not in out

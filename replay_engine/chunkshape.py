@@ -5,10 +5,7 @@ Logs and sidecars share it: what loads must serve on every route.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
-
-import msgspec
 
 from .jsonnumbers import json_kind
 
@@ -41,19 +38,3 @@ def chunk_shape_problem(chunk: Any) -> str | None:
     if field not in chunk or type(value) is want or (nullable and value is None):
         return None
     return f"the {kind} chunk's {field} is {json_kind(value)}, not {_KINDS[want]}"
-
-
-CHUNK_KEYS = ("index", "id", "name", "blockType", "block", "usage", "reason",
-              *sorted(set(TEXT_FIELDS.values())))
-"""The keys recorded chunks carry besides ``type`` (the chunk types of SPEC 4)."""
-
-ChunkShape: Any = msgspec.defstruct(
-    "ChunkShape",
-    [("type", Any, None), *((name, Any, msgspec.UNSET) for name in CHUNK_KEYS)],
-    forbid_unknown_fields=True, gc=False)
-"""A chunk object as a reader that keeps no chunk decodes it: every value decoded (so its
-numbers checked) as in a dict, but no dict built; an absent key is ``UNSET``. A chunk with
-another key is read as a dict instead."""
-
-SHAPE_TEXT = {kind: attrgetter(name) for kind, name in TEXT_FIELDS.items()}.get
-"""Per chunk type, how to read its text field from a ``ChunkShape``."""

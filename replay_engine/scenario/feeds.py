@@ -137,20 +137,19 @@ class CallFeed:
             self._chunks = chunks
             self._times = times
 
-    def call(self, key: str, chunks: list[Any], times: Any, first_line: int,
-             last_line: int) -> None:
-        """One whole call (a v2+ settlement, SPEC 2b.5): it must end with a finish chunk."""
+    def call(self, key: str, chunks: Any, times: Any, line: int, finished: bool) -> None:
+        """One whole call (a v2+ settlement, SPEC 2b.5) read from ``line``: it must have ended
+        with a finish chunk (``finished``); a feed that keeps no chunk may get None for the
+        chunks and times."""
         if self._key is not None:
             self._close()
-        self._key, self._first_line, self._last_line = key, first_line, last_line
-        last = chunks[-1]
-        if type(last) is dict and last.get("type") == "finish":
-            self._keep(key, chunks, times)
-            self.count += 1
-            self._key = None
-        else:
-            self._chunks, self._times = chunks, times
-            self._close()
+        self._first_line = self._last_line = line
+        if not finished:
+            if not self.lenient:
+                raise unfinished_call_error(self.file, key, self.count, line, line)
+            self.unfinished.append(self.count)
+        self._keep(key, chunks, times)
+        self.count += 1
 
     def compaction(self, data: Any, time: Any, line: int, suspect: bool = True) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true.

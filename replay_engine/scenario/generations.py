@@ -18,16 +18,16 @@ from typing import Any
 
 import msgspec
 
-from ..jsonnumbers import as_safe_integer, is_number
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, kept_may_fail
+from .layout import check_generation, log_error
 from .logs import (
     decode_line,
     header_fields,
     too_deep_line_error,
 )
-from .streams import CheckedRecord, Record, expand_stream, fast_stream, log_error
+from .streams import CheckedRecord, Record, expand_stream, fast_stream
 
 MESSAGE, ATTEMPT = "assistant/message", "assistant/attempt"
 SETTLEMENTS = frozenset({MESSAGE, ATTEMPT})
@@ -103,6 +103,10 @@ class _LooseEvent(msgspec.Struct, gc=False):
     data: _LooseData | None = None
 
 
+_NOTHING = object()
+"""No settlement read yet (a ``turn`` / ``step`` object no line holds)."""
+
+
 @functools.cache
 def _decoder(keeps: bool) -> msgspec.json.Decoder[Any]:
     """The event decoder of a feed that keeps chunks, or not (built on first use: a v0/v1
@@ -126,7 +130,9 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
     keeps = feed.keeps
     decode = _decoder(keeps).decode
     unset = msgspec.UNSET
-    keys: dict[tuple[int, int], str] = {}
+    last_turn: Any = _NOTHING  # the turn and step objects of the last settlement, and its key
+    last_step: Any = _NOTHING
+    last_key = key = ""
     event: _Event | _CheckedEvent | _LooseEvent
     try:
         for raw in lines:
@@ -167,7 +173,21 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
                                     "without")
             kind = event.type
             if kind == MESSAGE or kind == ATTEMPT:
-                item = _settlement(event, raw, file, number, keeps, keys)
+                data = event.data
+                found = None
+                if data is not None:
+                    turn, step = data.turn, data.step
+                    if turn is not last_turn or step is not last_step:  # else: small ints
+                        last_turn, last_step, last_key = turn, step, call_key(turn, step)
+                    key = last_key
+                    if type(data) is not _LooseData and type(data.stream) is list:
+                        found = fast_stream(data.stream, keeps)
+                if found is None:  # any doubt: the exact rules, which name the problem
+                    item = _settlement(event, raw, file, number, keeps, key)
+                elif found[2]:
+                    item = (key, found[0], found[1], number, found[3])
+                else:
+                    item = None
                 if item is not None:
                     if child:
                         pending.append((index, item))
@@ -238,27 +258,18 @@ def _full_data(raw: bytes, file: str | None, line: int) -> Any:
     return value.get("data") if isinstance(value, dict) else None
 
 
-Call = tuple[str, list[Any], Any, int, int]
+Call = tuple[str, Any, Any, int, bool]
 
 
 def _settlement(event: _Event | _CheckedEvent | _LooseEvent, raw: bytes, file: str | None,
-                line: int, keeps: bool, keys: dict[tuple[int, int], str]) -> Call | None:
-    """A settlement's call (key, chunks, times, lines), or None for an empty stream. Typed
-    records are read fast; any doubt reads the line again by the exact rules."""
+                line: int, keeps: bool, key: str) -> Call | None:
+    """A settlement's call (key, chunks, times, line, finished) by the exact rules, or None for
+    an empty stream (the typed records were refused, or are in doubt)."""
     data = event.data
     if data is None:
         raise log_error(file, line, f"the {event.type} settlement has no data object",
                         "restore its data (turn, step, stream)")
-    turn, step = data.turn, data.step
-    if type(turn) is int and type(step) is int:
-        key = keys.get((turn, step)) or keys.setdefault((turn, step), f"{turn}/{step}")
-    else:
-        key = call_key(turn, step)
-    if type(data) is not _LooseData and type(data.stream) is list:
-        found = fast_stream(data.stream, keeps)
-        if found is not None:
-            chunks, times, count = found
-            return (key, chunks, times, line, line) if count else None
+    if type(data) is not _LooseData:
         loose = _loose_event(raw, file, line)
         assert loose is not None and loose.data is not None
         data = loose.data
@@ -269,19 +280,4 @@ def _settlement(event: _Event | _CheckedEvent | _LooseEvent, raw: bytes, file: s
                                   len(raw) > KEPT_GATE and kept_may_fail(raw))
     if not chunks:
         return None
-    return key, chunks, times, line, line
-
-
-def check_generation(value: Any, file: str | None, generation: int, line: int = 1) -> None:
-    """The file name's generation must be the header's ``version`` (SPEC 2b.1)."""
-    version = value.get("version") if isinstance(value, dict) else None
-    if generation >= 1:
-        if as_safe_integer(version) != generation or not is_number(version):
-            raise log_error(file, line, f"the file name says generation {generation} but the "
-                            f"header's version is {version!r:.60}", "name the log "
-                            "session[.N].vK.jsonl after its header's version K, or fix the "
-                            "header")
-    elif isinstance(version, int | float) and not isinstance(version, bool) and version >= 2:
-        raise log_error(file, line, f"the header's version is {version!r} but the file name "
-                        "carries no generation", f"a version {version!r} log must be named "
-                        f"session[.N].v{version!r}.jsonl")
+    return key, chunks, times, line, chunks[-1].get("type") == "finish"

@@ -15,7 +15,8 @@ from typing import Annotated, Any, Protocol
 
 import msgspec
 
-from ..chunkshape import ChunkShape
+from ..chunkshape import TEXT_FIELDS
+from ..jsonlimits import ShallowJson
 from ..jsonnumbers import MAX_SAFE_INTEGER, is_number, json_kind
 from .callkeys import Undefined, call_key
 from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
@@ -82,6 +83,22 @@ class CheckedEvent(msgspec.Struct, gc=False):
     seq: float | msgspec.UnsetType = msgspec.UNSET
     time: _Number = NO_TIME
     data: _CheckedChunkData | None = None
+
+
+_Scalar = Annotated[int, msgspec.Meta(ge=-(2**63) + 1, le=2**63 - 1)] | float
+ChunkShape: Any = msgspec.defstruct(
+    "ChunkShape",
+    [("type", str, msgspec.UNSET), ("index", _Scalar, msgspec.UNSET),
+     *((name, str, msgspec.UNSET) for name in ("id", "name", "blockType",
+                                               *sorted(set(TEXT_FIELDS.values())))),
+     *((name, ShallowJson, msgspec.UNSET) for name in ("block", "usage", "reason",
+                                                       "replayState"))],
+    forbid_unknown_fields=True, gc=False)
+"""A recorded chunk as a reader that keeps no chunk decodes it, when it is the usual kind: the
+keys of SPEC 4's chunk types (and the harness's ``replayState``), its text fields strings
+(``chunkshape.TEXT_FIELDS``), its values nested and numbered as a sidecar takes them
+(``jsonlimits.ShallowJson``). Decoding so, it needs no further check, and no dict is built;
+any other chunk is read as a dict and checked the exact way."""
 
 
 class _ShapeData(msgspec.Struct, gc=False):
@@ -202,8 +219,7 @@ class Feed(Protocol):
 
     def chunk(self, key: str, chunk: Any, time: Any, line: int) -> None: ...
     def run(self, key: str, chunks: Any, times: Any, line: int) -> None: ...
-    def call(self, key: str, chunks: Any, times: Any, first_line: int,
-             last_line: int) -> None: ...
+    def call(self, key: str, chunks: Any, times: Any, line: int, finished: bool) -> None: ...
     def compaction(self, data: Any, time: Any, line: int, suspect: bool = True) -> None: ...
 
 

@@ -22,13 +22,11 @@ from operator import setitem
 from typing import Any
 
 import msgspec
-from msgspec import UNSET
 
-from ..chunkshape import SHAPE_TEXT, ChunkShape
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
-from .generations import check_generation, read_generation
 from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
+from .layout import check_generation
 from .logs import (
     PACKED_CHUNK_TYPES,
     decode_line,
@@ -37,6 +35,7 @@ from .logs import (
 )
 from .logscan import (
     CheckedEvent,
+    ChunkShape,
     LineEvent,
     PackedFields,
     ShapeEvent,
@@ -81,6 +80,8 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
     would refuse (``validate``)."""
     if generation < 2:
         return read_legacy(lines, file, feed, child, generation, warnings)
+    from .generations import read_generation  # its decoders are built only for v2+ logs
+
     found = read_generation(lines, file, feed, child=child, generation=generation)
     return LogRead(found.header, found.fields, found.event_count,
                    [] if warnings is None else warnings)
@@ -128,6 +129,9 @@ def _packed_run(
 
 
 _NOTHING = object()
+"""No chunk line read yet (a ``turn`` / ``step`` object no line holds)."""
+
+
 def _chunk_value(chunk: Any, raw: bytes) -> Any:
     """The chunk as the loader keeps it (a ``ChunkShape`` is decoded again, whole)."""
     if type(chunk) is not ChunkShape:
@@ -152,7 +156,7 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
     index = 0
     number = 0
     decode = (checked_decoder if keeps else shape_decoder).decode
-    shape, shape_text, unset, kept_gate = ChunkShape, SHAPE_TEXT, UNSET, KEPT_GATE
+    shape, kept_gate = ChunkShape, KEPT_GATE
     last_turn: Any = _NOTHING  # the turn and step objects of the last chunk line, and its key
     last_step: Any = _NOTHING
     last_key = ""
@@ -213,8 +217,9 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
                     else:
                         key = call_key(turn, step)
                     last_turn, last_step, last_key = turn, step, key
-                if len(raw) > kept_gate and chunk is not None and kept_may_fail(raw):
-                    check_kept(_chunk_value(chunk, raw), file, number, "$.data.chunk")
+                if (len(raw) > kept_gate and chunk is not None and type(chunk) is not shape
+                        and kept_may_fail(raw)):  # a ChunkShape needs no such look
+                    check_kept(chunk, file, number, "$.data.chunk")
                 if not direct:
                     if local:
                         feed.state, local = (open_key, first, last, count), False
@@ -226,18 +231,14 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
                     if not local:
                         (open_key, first, last, count), local = feed.state, True
                     # ``CallFeed.chunk`` for a chunk that opens, continues or finishes a call
-                    # (the common lines of a check, read as a ``ChunkShape``); anything else
-                    # is fed to it.
+                    # (the common lines of a check: a ``ChunkShape`` fits by decoding);
+                    # anything else is fed to it.
                     if type(chunk) is shape and (
-                        open_key is key or open_key is None or open_key == key) and (
-                        type(ctype := chunk.type) is not str
-                        or (text_of := shape_text(ctype)) is None
-                        or type(held := text_of(chunk)) is str or held is unset
-                    ):
+                            open_key is key or open_key is None or open_key == key):
                         if open_key is None:
                             open_key, first = key, number
                         last = number
-                        if ctype == "finish":
+                        if chunk.type == "finish":
                             count += 1
                             open_key = None
                     else:

@@ -16,23 +16,20 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ..chunkshape import CHUNK_KEYS, SHAPE_TEXT, TEXT_FIELDS
+from ..chunkshape import TEXT_FIELDS
 from ..errors import LogParseError
 from ..jsonlimits import ShallowJson
 from ..jsonnumbers import MAX_SAFE_INTEGER, as_safe_integer
 from .callkeys import bad_chunk_error, chunk_shape_problem
 from .kept import check_kept
+from .layout import log_error
+from .logscan import ChunkShape
 
 RUNS = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta",
         "tool-call-chunks": "tool-call-delta"}
-_CHUNK_KEYS = frozenset({"type", "time", "chunk"})
+_CHUNK_RECORD_KEYS = frozenset({"type", "time", "chunk"})
 _TEXT_KEYS = frozenset({"type", "time0", "index", "dt", "texts"})
 _TOOL_KEYS = frozenset({"type", "time0", "index", "dt", "id", "args"})
-
-
-def log_error(file: str | None, line: int, what: str, fix: str) -> LogParseError:
-    """An error of a v2+ log line, naming the file and line."""
-    return LogParseError(f"{file or '<log>'}:{line}: {what}; {fix}", file=file, line=line)
 
 
 def _record_error(file: str | None, line: int, index: int, what: str) -> LogParseError:
@@ -91,7 +88,7 @@ def expand_stream(stream: list[Any], file: str | None, line: int, key: str = "",
             raise _record_error(file, line, k, "not an object")
         kind = record.get("type")
         if kind == "chunk":
-            if record.keys() != _CHUNK_KEYS:
+            if record.keys() != _CHUNK_RECORD_KEYS:
                 raise _record_error(file, line, k, f"keys must be type, time, chunk (got "
                                     f"{', '.join(sorted(map(str, record)))})")
             t = as_safe_integer(record["time"])
@@ -193,15 +190,13 @@ def _add_members(chunks: list[dict[str, Any]], target: str, index: int, payload:
 # --- the fast reading: typed records ---------------------------------------------------------
 
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+_GAP = 2**32
+"""The largest gap between two members' times the fast reading takes (about 50 days): any
+member time of a run is then a safe integer unless the run starts near the limit. A bigger
+gap goes the exact way."""
+_Gap = Annotated[int, msgspec.Meta(ge=-_GAP, le=_GAP)]
 _Payload = Annotated[list[str], msgspec.Meta(min_length=1)]
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
-
-
-ShallowShape: Any = msgspec.defstruct(
-    "ShallowShape",
-    [("type", ShallowJson, None), *((name, ShallowJson, msgspec.UNSET) for name in CHUNK_KEYS)],
-    forbid_unknown_fields=True, gc=False)
-"""``chunkshape.ChunkShape`` whose values need no further check (``ShallowJson``)."""
 
 
 class ChunkRecord(msgspec.Struct, tag="chunk", tag_field="type", forbid_unknown_fields=True,
@@ -217,7 +212,9 @@ class ShapeRecord(msgspec.Struct, tag="chunk", tag_field="type", forbid_unknown_
     """``ChunkRecord`` for a reader that keeps no chunk: the chunk read as its shape."""
 
     time: _SafeInt
-    chunk: ShallowShape
+    chunk: ChunkShape
+    """Fits by decoding (``logscan.ChunkShape``); any other chunk reads the line the exact
+    way."""
 
 
 class TextRun(msgspec.Struct, tag="text-chunks", tag_field="type", forbid_unknown_fields=True,
@@ -225,7 +222,7 @@ class TextRun(msgspec.Struct, tag="text-chunks", tag_field="type", forbid_unknow
     time0: _SafeInt
     index: msgspec.Raw
     """As written: ``-0`` is refused, which the integer would hide."""
-    dt: list[_SafeInt]
+    dt: list[_Gap]
     texts: _Payload
 
 
@@ -237,7 +234,7 @@ class ToolRun(msgspec.Struct, tag="tool-call-chunks", tag_field="type",
               forbid_unknown_fields=True, gc=False):
     time0: _SafeInt
     index: msgspec.Raw
-    dt: list[_SafeInt]
+    dt: list[_Gap]
     id: _Name
     args: _Payload
     name: _Name | msgspec.UnsetType = msgspec.UNSET
@@ -252,54 +249,65 @@ _TARGETS = {TextRun: "text-delta", ReasoningRun: "reasoning-delta"}
 
 
 def fast_stream(records: list[Any], keeps: bool
-                ) -> tuple[list[Any], array[int] | None, int] | None:
-    """The chunks (or, when not ``keeps``, only the last one), times and chunk count of typed
-    records; None when a record needs the exact rules (they name the problem, if any)."""
+                ) -> tuple[list[Any] | None, array[int] | None, int, bool] | None:
+    """The chunks and times (when ``keeps``), the chunk count and whether the last chunk is a
+    finish, of typed records; None when a record needs the exact rules (they name the
+    problem, if any)."""
+    if not keeps:
+        return _counted_stream(records)
     chunks: list[Any] = []
-    times = array("q") if keeps else None
-    count = 0
-    last: Any = None
-    shape_text, unset = SHAPE_TEXT, msgspec.UNSET
+    times = array("q")
+    finished = False
     for record in records:
         kind = type(record)
-        if kind is ShapeRecord:  # validate: ``chunk_shape_problem`` on the shape
-            last = record.chunk
-            if type(ctype := last.type) is str and (text_of := shape_text(ctype)) is not None \
-                    and type(held := text_of(last)) is not str and held is not unset:
-                return None
-            count += 1
-            continue
         if kind is ChunkRecord:
             last = record.chunk
             if type(ctype := last.get("type")) is str and (field := _text_field(ctype)) \
                     is not None and type(last.get(field, "")) is not str:
                 return None
             chunks.append(last)
-            times.append(record.time)  # type: ignore[union-attr]
-            count += 1
+            times.append(record.time)
+            finished = ctype == "finish"
             continue
-        written = bytes(record.index)
-        if not written.isdigit() or len(written) > 15 and int(written) > MAX_SAFE_INTEGER:
+        if not _run_fits(record):
             return None
-        payload = record.args if kind is ToolRun else record.texts
-        dt = record.dt
-        if len(dt) != len(payload) - 1:
-            return None
-        if dt:
-            stamps = list(accumulate(dt, initial=record.time0))
-            if max(stamps) > MAX_SAFE_INTEGER or min(stamps) < -MAX_SAFE_INTEGER:
-                return None
+        stamps = list(accumulate(record.dt, initial=record.time0))
+        index = int(bytes(record.index))
+        if kind is ToolRun:
+            _add_members(chunks, "tool-call-delta", index, record.args, record.id, record.name)
         else:
-            stamps = [record.time0]
-        count += len(payload)
-        last = None
-        if keeps:
-            index = int(written)
-            if kind is ToolRun:
-                _add_members(chunks, "tool-call-delta", index, payload, record.id, record.name)
-            else:
-                _add_members(chunks, _TARGETS[kind], index, payload, None, None)
-            times.extend(stamps)  # type: ignore[union-attr]
-    if not keeps:  # what closing the call reads of it: the last chunk's type
-        chunks.append({"type": last.type} if type(last) is ShallowShape else last)
-    return chunks, times, count
+            _add_members(chunks, _TARGETS[kind], index, record.texts, None, None)
+        times.extend(stamps)
+        finished = False
+    return chunks, times, len(chunks), finished
+
+
+def _counted_stream(records: list[Any]) -> tuple[None, None, int, bool] | None:
+    """``fast_stream`` for a feed that keeps no chunk: a chunk record fits by decoding
+    (``ChunkShape``), so only the runs are looked at."""
+    count = len(records)
+    shape = ShapeRecord
+    for record in records:
+        if type(record) is shape:
+            continue
+        if not _run_fits(record):
+            return None
+        count += len(record.dt)
+    last = records[-1] if records else None
+    return None, None, count, type(last) is shape and last.chunk.type == "finish"
+
+
+def _run_fits(record: Any) -> bool:
+    """Whether a typed run record holds to the run rules the types do not (an index written
+    as plain digits, ``dt`` one shorter than the payload, every member time a safe integer);
+    if not, the exact rules look at it."""
+    written = bytes(record.index)
+    if not written.isdigit() or len(written) > 15 and int(written) > MAX_SAFE_INTEGER:
+        return False
+    dt = record.dt
+    if len(dt) != len(record.args if type(record) is ToolRun else record.texts) - 1:
+        return False
+    if abs(record.time0) + len(dt) * _GAP <= MAX_SAFE_INTEGER:
+        return True
+    stamps: list[int] = list(accumulate(dt, initial=record.time0))
+    return max(stamps) <= MAX_SAFE_INTEGER and min(stamps) >= -MAX_SAFE_INTEGER

@@ -202,3 +202,69 @@ def test_a_run_record_written_with_index_negative_zero_is_refused(raw_index: str
 ])
 def test_hot_reload_watches_every_log_name(name: str, watched: bool) -> None:
     assert is_scenario_file(name) is watched
+
+
+# --- a v4 stream read fast equals the exact rules, for loading and validate alike --------------
+
+_INDEXES = ["0", "3", "-0", "-0.0", "2.0", "-1", '"1"', "9007199254740992", "1e999"]
+_GAPS = ["1", "0", "-5", str(2**32), str(2**32 + 1), "1.5", "1e999", str(2**53)]
+_CHUNKS = [json.dumps(START), json.dumps(FIN), '{"type":"text-delta","index":0,"text":5}',
+           '{"type":"usage","usage":{"n":1}}', '{"type":"finish","replayState":{"a":[1]}}',
+           '{"type":"finish","extra":1}', '{"type":"usage","usage":{"n":' + "9" * 320 + "}}",
+           '{"type":"usage","usage":' + "[" * 8 + "]" * 8 + "}", '"text"', "null",
+           '{"type":"block-end","index":0,"block":{"t":1e300}}']
+
+
+def _record(draw: Any) -> str:
+    from hypothesis import strategies as st
+
+    kind = draw(st.sampled_from(["chunk", "text-chunks", "tool-call-chunks", "odd"]))
+    if kind == "chunk":
+        return f'{{"type":"chunk","time":{draw(st.sampled_from(["1", "2.0", "-3"]))},' \
+               f'"chunk":{draw(st.sampled_from(_CHUNKS))}}}'
+    if kind == "odd":
+        return draw(st.sampled_from(['{"type":"zz"}', "[]", '{"type":"chunk","time":1}']))
+    members = draw(st.integers(1, 4))
+    gaps = ",".join(draw(st.sampled_from(_GAPS)) for _ in range(members - 1 + draw(
+        st.sampled_from([0, 0, 0, 1]))))
+    time0 = draw(st.sampled_from(["5", str(2**53 - 3), "-7"]))
+    payload = json.dumps(["x"] * members)
+    tail = f'"texts":{payload}' if kind == "text-chunks" else f'"id":"c","args":{payload}'
+    return (f'{{"type":"{kind}","time0":{time0},"index":{draw(st.sampled_from(_INDEXES))},'
+            f'"dt":[{gaps}],{tail}}}')
+
+
+def _outcome(run: Any) -> Any:
+    try:
+        return ("ok", run())
+    except Exception as exc:  # noqa: BLE001 (the typed errors are compared as they read)
+        return (type(exc).__name__, str(exc))
+
+
+def test_fast_and_exact_settlement_readings_agree() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from replay_engine.scenario.streams import expand_stream
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data: Any) -> None:
+        records = [_record(data.draw) for _ in range(data.draw(st.integers(1, 4)))]
+        line = '{"type":"assistant/message","data":{"turn":1,"step":1,"stream":[' + \
+            ",".join(records) + "]}}"
+        log = (json.dumps(HEADER) + "\n" + line + "\n").encode()
+        loaded = _outcome(lambda: [e.entry.chunks for e in  # type: ignore[union-attr]
+                                   derive_log_bytes(log, "session.v4.jsonl", lenient=True).entries])
+        checked = _outcome(lambda: check_log_bytes(log, "session.v4.jsonl").calls)
+        exact = _outcome(lambda: expand_stream(json.loads(line)["data"]["stream"],
+                                               "session.v4.jsonl", 2, "1/1", line.encode())[0])
+        if loaded[0] == "ok":
+            assert exact[0] == "ok" and loaded[1] == ([exact[1]] if exact[1] else [])
+            unfinished = bool(exact[1]) and exact[1][-1].get("type") != "finish"
+            assert (checked[0] == "DerivationError") if unfinished else (
+                checked == ("ok", len(loaded[1])))
+        else:
+            assert checked == loaded, (checked, loaded)
+
+    check()

@@ -1,12 +1,14 @@
-"""Benchmark: load + derive a ~100 MB session log against decode-only floors, in two shapes.
+"""Benchmark: load + derive a ~100 MB session log against decode-only floors, in three shapes.
 
-Run by hand: ``python3 benchmarks/derive.py [--mb 100] [--reps 5]``. Two logs are built once
+Run by hand: ``python3 benchmarks/derive.py [--mb 100] [--reps 5]``. Three logs are built once
 into ``benchmarks/_data/`` (reused afterwards): the generated "packed" shape (90 % of delta
-runs in packed rows) and the "corpus" shape (the conformance corpus's own logs replicated:
-mostly single chunk lines and large non-chunk events, few packed rows; skipped when the
-corpus is absent). Targets on a 2-core machine: packed load <= 1.0 s wall and peak RSS <=
-2.5x the file size; the whole ``dsh-replay validate`` process on the corpus shape <= 1.0x an
-orjson-per-line parse process of the same file; ``dsh-replay --help`` <= 150 ms.
+runs in packed rows), the "corpus" shape (the conformance corpus's own logs replicated:
+mostly single chunk lines and large non-chunk events, few packed rows) and the "v4" shape
+(the generations corpus's own v4 logs replicated: settlement events with their streams;
+each corpus shape is skipped when its corpus is absent). Targets on a 2-core machine: packed
+load <= 1.0 s wall and peak RSS <= 2.5x the file size; the whole ``dsh-replay validate``
+process on the corpus and v4 shapes <= 1.0x an orjson-per-line parse process of the same
+file; ``dsh-replay --help`` <= 150 ms.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ sys.path.insert(0, str(HERE))
 import msgspec  # noqa: E402
 import orjson  # noqa: E402
 from gen import VERSION as GEN_VERSION  # noqa: E402
-from gen import ensure_corpus_log, ensure_log, write_log  # noqa: E402
+from gen import ensure_corpus_log, ensure_generation_log, ensure_log, write_log  # noqa: E402
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
 from replay_engine.scenario.derive_fast import load_log  # noqa: E402
@@ -161,16 +163,41 @@ def corpus_shape(mb: int, reps: int) -> None:
         return
     scenario = DATA / f"corpus-{mb}mb"
     log = ensure_corpus_log(scenario / "session.jsonl", mb * MB, corpus)
-    size = log.stat().st_size
     data = log.read_bytes()
     packed = sum(data.count(f'"type":"{k}"'.encode()) for k in ("text-chunks", "reasoning-chunks",
                                                                  "tool-call-chunks"))
+    chunk_lines = data.count(b'"type":"assistant/chunk"')
+    del data
+    _measure_shape("corpus shape", scenario, log, reps,
+                   f"{chunk_lines} chunk lines, about {packed} packed rows")
+
+
+def v4_shape(mb: int, reps: int) -> None:
+    """The current generation: settlements with their streams (SPEC 2b), same measurements."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from conftest import conformance_gen_dir  # the tests' lookup of ../shared/conformance-gen
+
+    corpus = conformance_gen_dir()
+    if corpus is None:
+        print("v4 shape: skipped (generations corpus absent; set DSH_REPLAY_CONFORMANCE_GEN_DIR)")
+        return
+    scenario = DATA / f"v4-{mb}mb"
+    log = ensure_generation_log(scenario / "session.v4.jsonl", mb * MB, corpus, 4)
+    data = log.read_bytes()
+    settlements = data.count(b'"type":"assistant/message"') + data.count(
+        b'"type":"assistant/attempt"')
+    del data
+    _measure_shape("v4 shape", scenario, log, reps, f"{settlements} settlement lines")
+
+
+def _measure_shape(title: str, scenario: Path, log: Path, reps: int, what: str) -> None:
+    """A corpus-made log: load in-process vs floors, and the whole validate process vs orjson."""
+    size = log.stat().st_size
+    lines = log.read_bytes().count(b"\n")
     loaded = load_log(log)
-    lines, chunk_lines = data.count(b"\n"), data.count(b'"type":"assistant/chunk"')
-    print(f"corpus shape {log.relative_to(HERE.parent)}: {size / MB:.1f} MB, {lines} lines "
-          f"({chunk_lines} chunk lines, about {packed} packed rows), "
+    print(f"{title} {log.relative_to(HERE.parent)}: {size / MB:.1f} MB, {lines} lines ({what}), "
           f"{loaded.event_count} events, {len(loaded.entries)} calls")
-    del loaded, data
+    del loaded
     gc.collect()
     print(f"  in-process ({reps} rounds)")
     timed = _rounds(
@@ -262,13 +289,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=int, default=100, help="log size in MB (10^6 bytes)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
-    parser.add_argument("--shape", choices=("all", "packed", "corpus", "start-up"), default="all",
-                        help="which measurements to run")
+    parser.add_argument("--shape", choices=("all", "packed", "corpus", "v4", "start-up"),
+                        default="all", help="which measurements to run")
     args = parser.parse_args()
     if args.shape in ("all", "packed"):
         packed_shape(args)
     if args.shape in ("all", "corpus"):
         corpus_shape(args.mb, args.reps)
+    if args.shape in ("all", "v4"):
+        v4_shape(args.mb, args.reps)
     if args.shape in ("all", "start-up"):
         start_up(args.reps)
 

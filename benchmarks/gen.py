@@ -287,3 +287,59 @@ def ensure_corpus_log(path: Path, target_bytes: int, corpus: Path) -> Path:
     if not path.is_file() or abs(path.stat().st_size - target_bytes) > target_bytes // 10:
         write_corpus_log(path, target_bytes, corpus)
     return path
+
+
+_ENVELOPE = b'"seq":'
+_END_SEED = b'"session/end-seed"'
+
+
+def write_generation_log(path: Path, target_bytes: int, corpus: Path, generation: int = 4) -> dict[str, int]:
+    """A ``session.vK.jsonl`` made of the generations corpus's own logs of generation K (every
+    one that loads), replicated to ``target_bytes`` under one header.
+
+    A v2+ log is complete (every event has seq and time) or projected (none has), never both,
+    so events recorded without them get a running ``seq`` and their log's last time written
+    in, each line otherwise kept byte for byte; inherited end-seed markers are left out (the
+    one header is not seeded).
+    """
+    expected = corpus / "expected"
+    bodies: list[list[bytes]] = []
+    for log in sorted((corpus / "scenarios").glob(f"*/session*.v{generation}.jsonl")):
+        result = json.loads((expected / f"{log.parent.name}.json").read_text(encoding="utf-8"))
+        if not result.get("ok"):
+            continue
+        lines = [line.rstrip(b"\r\n") for line in log.read_bytes().splitlines() if line.strip()]
+        bodies.append([line for line in lines[1:] if _END_SEED not in line])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    size = lines_out = seq = 0
+    time = 1_786_073_817_152
+    with open(tmp, "wb") as handle:
+        head = _dumps({"type": "session", "version": generation, "id": "corpus",
+                       "createdAt": time, "isSeeded": False, "delegationDepth": 0}) + "\n"
+        handle.write(head.encode())
+        size += len(head)
+        while size < target_bytes:
+            for body in bodies:
+                out = []
+                for line in body:
+                    if _ENVELOPE not in line[:200]:
+                        line = b'{"seq":%d,"time":%d,' % (seq, time) + line[1:]
+                    out.append(line + b"\n")
+                    seq += 1
+                    time += 7
+                chunk = b"".join(out)
+                handle.write(chunk)
+                size += len(chunk)
+                lines_out += len(out)
+                if size >= target_bytes:
+                    break
+    tmp.replace(path)
+    return {"bytes": size, "lines": lines_out + 1}
+
+
+def ensure_generation_log(path: Path, target_bytes: int, corpus: Path, generation: int = 4) -> Path:
+    """Build the replicated generation-K log unless one of about the right size is there."""
+    if not path.is_file() or abs(path.stat().st_size - target_bytes) > target_bytes // 10:
+        write_generation_log(path, target_bytes, corpus, generation)
+    return path

@@ -102,6 +102,7 @@ if TYPE_CHECKING:
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
     from .scenario.derive_fast import load_log
+    from .scenario.layout import is_scenario_file
     from .scenario.loading import (
         CHILD_RE,
         PRIMARY_NAME,
@@ -218,6 +219,7 @@ _LAZY: dict[str, str] = {
     "load_scenario": "scenario.loading",
     "load_scenario_config": "scenario.loading",
     "load_session_scripts": "scenario.loading",
+    "is_scenario_file": "scenario.layout",
     "SIDECAR_NAME": "scenario.sidecar",
     "Sidecar": "scenario.sidecar",
     "load_sidecar": "scenario.sidecar",
@@ -278,6 +280,7 @@ __all__ = [
     "EXIT_USAGE",
     "PRIMARY_NAME",
     "SIDECAR_NAME",
+    "is_scenario_file",
     "AbortedError",
     "AnyEntry",
     "BindingError",

@@ -27,6 +27,7 @@ from .chunkshape import chunk_shape_problem
 from .jsonnumbers import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from .jsonnumbers import as_safe_integer as as_safe_integer
 from .jsonnumbers import is_number as is_number
+from .jsonnumbers import plain_number
 
 CHUNK_TYPES: frozenset[str] = frozenset(
     {
@@ -286,11 +287,8 @@ class SessionHeader(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The conformance ``headers`` form: id, createdAt, seedLength."""
-        return {"id": self.id, "createdAt": _num(self.createdAt), "seedLength": _num(self.seedLength)}
-
-
-def _num(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else value
+        return {"id": self.id, "createdAt": plain_number(self.createdAt),
+                "seedLength": plain_number(self.seedLength)}
 
 
 @dataclass(slots=True)
@@ -342,7 +340,7 @@ class SessionScript:
         """The conformance JSON of this script."""
         return {
             "recordedId": self.recorded_id,
-            "createdAt": _num(self.created_at),
+            "createdAt": plain_number(self.created_at),
             "entries": [e.to_json(with_origin=with_origin) for e in self.entries],
             "primary": self.primary,
         }

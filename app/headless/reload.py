@@ -14,14 +14,9 @@ from typing import Any
 import anyio
 from watchfiles import awatch
 
-from replay_engine import CHILD_RE, PRIMARY_NAME, SIDECAR_NAME
+from replay_engine import is_scenario_file
 
 DEBOUNCE_MS = 120
-
-
-def is_scenario_file(name: str) -> bool:
-    """Whether a changed file name is one the scenario loads."""
-    return name in (PRIMARY_NAME, SIDECAR_NAME) or bool(CHILD_RE.match(name))
 
 
 async def watch_scenario(

@@ -123,11 +123,13 @@ def edit_error(message: str, path: Path, location: str) -> SidecarError:
     return SidecarError(f"{path}: {message}", file=str(path), location=location, code=OVERRIDE_EDIT)
 
 
-def read_sidecar_file(path: Path, loaded: Sidecar | None = None) -> tuple[Sidecar | None, str | None]:
+def read_sidecar_file(path: Path, loaded: Sidecar | None = None, *, generations: bool = False
+                      ) -> tuple[Sidecar | None, str | None]:
     """The sidecar at ``path`` (validated) and the SHA-256 of its bytes; (None, None) if absent.
 
     ``loaded``, a sidecar already read from ``path``, is reused while the file still holds the
-    same bytes (validating a large sidecar costs far more than hashing it).
+    same bytes (validating a large sidecar costs far more than hashing it). ``generations``:
+    the scenario is read by generation, so a throw may carry ``accepted`` (SPEC 2b.6).
     """
     if not path.is_file():
         return None, None
@@ -139,7 +141,8 @@ def read_sidecar_file(path: Path, loaded: Sidecar | None = None) -> tuple[Sideca
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.", file=str(path)) from None
-    return parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), str(path)), digest
+    return parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), str(path),
+                              generations=generations), digest
 
 
 def write_sidecar(path: Path, text: str, base_digest: str | None, *,

@@ -24,7 +24,7 @@ from ..errors import (
 from ..files import Rename, atomic_write, fingerprint
 from ..models import AnyEntry, ChunksEntry, ScriptEntry, entry_to_json
 from ..scenario.derive_fast import load_log
-from ..scenario.loading import Scenario
+from ..scenario.loading import Scenario, reads_by_generation
 from ..scenario.logscan import gc_paused
 from ..scenario.sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
 from .compare import (
@@ -73,6 +73,7 @@ class OverrideDraft:
         base_digest: str | None = None,
         derived_note: str | None = None,
         undecided: dict[int, ScriptEntry] | None = None,
+        generations: bool = False,
     ) -> None:
         if form == "patches" and derived is None:
             raise SidecarError(
@@ -81,6 +82,8 @@ class OverrideDraft:
                 file=str(path),
             )
         self.path = path
+        self.generations = generations
+        """The scenario is read by generation: a throw may carry ``accepted`` (SPEC 2b.6)."""
         self.form: SidecarForm = form
         self.derived = derived
         self.derived_note = derived_note
@@ -109,7 +112,8 @@ class OverrideDraft:
             )
         path = Path(config.overrideFile)
         primary = Path(config.file) if config.file else None
-        sidecar, digest = read_sidecar_file(path, scenario.sidecar)
+        generations = reads_by_generation(config)
+        sidecar, digest = read_sidecar_file(path, scenario.sidecar, generations=generations)
         form: SidecarForm = sidecar.form if sidecar is not None else "patches"
         derived = scenario.derived_primary
         note: str | None = None
@@ -121,9 +125,10 @@ class OverrideDraft:
                     raise
                 note = exc.message
         if sidecar is None:
-            return cls(path, form, derived, base_digest=digest, derived_note=note)
+            return cls(path, form, derived, base_digest=digest, derived_note=note,
+                       generations=generations)
         return cls(path, form, derived, entries=sidecar.entries, patches=sidecar.patches,
-                   base_digest=digest, derived_note=note)
+                   base_digest=digest, derived_note=note, generations=generations)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -357,7 +362,7 @@ class OverrideDraft:
     def _check(self, text: str) -> Sidecar:
         if self._undecided:
             raise self._undecided_error()
-        sidecar = parse_sidecar_text(text, str(self.path))
+        sidecar = parse_sidecar_text(text, str(self.path), generations=self.generations)
         if sidecar.form == "patches":
             apply_sidecar(self.derived, sidecar)
         return sidecar

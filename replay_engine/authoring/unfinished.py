@@ -13,11 +13,13 @@ from pathlib import Path
 
 from ..errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError
 from ..models import AnyEntry, ReplayConfig, ScriptEntry, SessionHeader
-from ..scenario.derive import Deriver
-from ..scenario.derive_fast import DerivingSink
-from ..scenario.loading import PRIMARY_NAME, config_from_directory, load_scenario
-from ..scenario.logs import decode_line, header_from_value, unreadable_log_error
-from ..scenario.logscan import gc_paused, slow_line
+from ..scenario.derive_fast import load_log
+from ..scenario.loading import (
+    PRIMARY_NAME,
+    config_from_directory,
+    load_scenario,
+    reads_by_generation,
+)
 from ..scenario.sidecar import SIDECAR_NAME, apply_sidecar
 from .compare import read_sidecar_file
 from .draft import OverrideDraft
@@ -37,29 +39,10 @@ class AuthoringPrimary:
 
 
 def load_primary_for_authoring(path: str | Path, name: str | None = None) -> AuthoringPrimary:
-    """Derive a primary log like ``load_log`` would, keeping unfinished calls instead of failing.
-
-    Only authoring uses this: every line takes the generic path (exact rules, log line numbers),
-    which is slower than the loader's fast path but the same result for every finished call.
-    """
-    file = name or str(path)
-    deriver = Deriver(file, lenient=True)
-    sink = DerivingSink(deriver)
-    header: SessionHeader | None = None
-    index = 0
-    try:
-        with open(path, "rb") as handle, gc_paused():
-            for number, raw in enumerate(handle, 1):
-                if header is None:
-                    blank, value = decode_line(raw, file, number)
-                    if not blank:
-                        header = header_from_value(value, file, number)
-                    continue
-                index = slow_line(raw, number, index, sink, file)
-    except OSError as exc:  # cannot open, or a read fails midway
-        raise unreadable_log_error(path, file, exc) from None
-    entries = sink.finish(index)
-    return AuthoringPrimary(header or SessionHeader(), entries, list(deriver.unfinished))
+    """Derive a primary log like ``load_log`` does (the same reading, every generation),
+    keeping unfinished calls instead of failing."""
+    loaded = load_log(path, name=name, lenient=True)
+    return AuthoringPrimary(loaded.header, loaded.entries, list(loaded.unfinished))
 
 
 def _describe(primary: AuthoringPrimary, file: str) -> str:
@@ -91,7 +74,8 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
             "recorded call to decide.", file=config.file, code=OVERRIDE_EDIT,
         )
     path = Path(config.overrideFile)
-    sidecar, digest = read_sidecar_file(path)
+    generations = reads_by_generation(config)
+    sidecar, digest = read_sidecar_file(path, generations=generations)
     primary = load_primary_for_authoring(Path(config.file))
     derived = primary.entries
     undecided = {i: derived[i] for i in primary.unfinished}
@@ -108,7 +92,7 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
         note = (note or "") + (f" The patches in {path.name} are kept and the file is saved as "
                                "a bare list (a patches sidecar cannot apply to this log).")
     draft = OverrideDraft(path, "list", derived, entries=entries, base_digest=digest,
-                          derived_note=note, undecided=undecided)
+                          derived_note=note, undecided=undecided, generations=generations)
     draft.unfinished = tuple(primary.unfinished)  # patched ones too: they explain the list form
     return draft
 

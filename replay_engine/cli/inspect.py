@@ -29,15 +29,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=_cmd_inspect)
 
 
-def _number(value: float) -> str:
-    """A JSON number as people write it: integral values without a fraction or exponent."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def render_scenario(scenario: Scenario) -> str:
     """The human ``inspect`` view."""
+    from ..jsonnumbers import plain_number
     from ..presentation import summarize_entry
     from ..scenario.layout import generation_label
 
@@ -47,11 +41,11 @@ def render_scenario(scenario: Scenario) -> str:
                  + (f", sidecar ({scenario.sidecar_form})" if scenario.sidecar_form else ""))
     for i, script in enumerate(scenario.scripts):
         role = "primary" if script.primary else "child"
-        seed = f", seedLength {_number(script.seed_length)}" if script.seed_length else ""
+        seed = f", seedLength {plain_number(script.seed_length)}" if script.seed_length else ""
         generation = f" ({generation_label(script.file)})" if script.file else ""
         lines.append(
             f"[{i}] {role} {script.recorded_id or '(no id)'}  createdAt "
-            f"{_number(script.created_at)}{seed}  file {script.file or '-'}{generation}  "
+            f"{plain_number(script.created_at)}{seed}  file {script.file or '-'}{generation}  "
             f"calls {len(script.entries)}"
         )
         summaries = [summarize_entry(item) for item in script.entries]

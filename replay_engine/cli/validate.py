@@ -32,7 +32,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from ..errors import ReplayError
     from ..scenario.check import check_scenario
     from ..scenario.layout import scenario_layout, selection_notes
-    from ..scenario.persisted import persisted_generation
+    from ..scenario.persisted import persisted_generation, persisted_notes
 
     failed = checked = 0
     for path in args.scenarios:
@@ -49,13 +49,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 print("  - " + problem.replace("\n", "\n    "))
         else:
             print(f"ok   {path}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
-        if os.path.isdir(path):
+        notes = persisted_notes(path)
+        if not notes and os.path.isdir(path):
             try:
                 notes = selection_notes(scenario_layout(path))
             except ReplayError:
                 notes = []
-            for note in notes:
-                print("  " + note)
+        for note in notes:
+            print("  " + note)
         for warning in warnings:
             print("  warning: " + warning)
     if not checked:

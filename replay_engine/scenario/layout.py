@@ -11,8 +11,10 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import ScenarioNotFoundError
+from ..errors import LogParseError, ScenarioNotFoundError
+from ..jsonnumbers import as_safe_integer, is_number
 
 PRIMARY_NAME = "session.jsonl"
 SIDECAR_NAME = "replay.override.json"
@@ -185,3 +187,23 @@ def is_scenario_file(name: str) -> bool:
     """Whether a file of this name is part of a scenario (a log of any generation, or the
     sidecar)."""
     return name == SIDECAR_NAME or LOG_NAME_RE.match(name) is not None
+
+
+def log_error(file: str | None, line: int, what: str, fix: str) -> LogParseError:
+    """An error of a log line (of a v2+ log, or its header), naming the file and line."""
+    return LogParseError(f"{file or '<log>'}:{line}: {what}; {fix}", file=file, line=line)
+
+
+def check_generation(value: Any, file: str | None, generation: int, line: int = 1) -> None:
+    """The file name's generation must be the header's ``version`` (SPEC 2b.1)."""
+    version = value.get("version") if isinstance(value, dict) else None
+    if generation >= 1:
+        if as_safe_integer(version) != generation or not is_number(version):
+            raise log_error(file, line, f"the file name says generation {generation} but the "
+                            f"header's version is {version!r:.60}", "name the log "
+                            "session[.N].vK.jsonl after its header's version K, or fix the "
+                            "header")
+    elif isinstance(version, int | float) and not isinstance(version, bool) and version >= 2:
+        raise log_error(file, line, f"the header's version is {version!r} but the file name "
+                        "carries no generation", f"a version {version!r} log must be named "
+                        f"session[.N].v{version!r}.jsonl")

@@ -19,13 +19,12 @@ from ..errors import (
 from ..models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .callkeys import child_unfinished_error
 from .derive_fast import LoadedLog, derive_log_bytes, load_log
-from .generations import check_generation
 from .layout import CHILD_RE as CHILD_RE
 from .layout import PRIMARY_NAME as PRIMARY_NAME
-from .layout import ScenarioLayout, generation_of, scenario_layout
+from .layout import ScenarioLayout, check_generation, generation_of, scenario_layout
 from .layout import missing_primary_error as _missing_primary_error
 from .logs import decode_line, ensure_log_file, header_from_value, unreadable_log_error
-from .persisted import find_persisted, read_persisted
+from .persisted import persisted_selection, read_persisted
 from .sidecar import (
     Sidecar,
     SidecarForm,
@@ -173,8 +172,8 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None) -> Scenario:
             header = read_header(primary_path)
         elif sidecar is not None and sidecar.form == "list":
             # A v2+ primary is read and checked whole, then its derived script is discarded
-            # (SPEC 2b.6).
-            header = load_log(primary_path).header
+            # (SPEC 2b.6); a call that never finished is what the list replaces, not an error.
+            header = load_log(primary_path, lenient=True).header
         else:
             loaded: LoadedLog = load_log(primary_path)
             header, derived = loaded.header, loaded.entries
@@ -265,9 +264,11 @@ def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> 
     if path_or_env is None or isinstance(path_or_env, Mapping):
         return load_scenario_config(config_from_env(path_or_env))
     root = Path(path_or_env)
-    persisted = find_persisted(root)
+    persisted = persisted_selection(root)
     if persisted is not None:
-        return load_persisted(persisted)
+        scenario = load_persisted(persisted[0])
+        scenario.ignored = persisted[1]
+        return scenario
     layout = scenario_layout(root)
     return load_scenario_config(config_of_layout(layout), root=root, ignored=layout.ignored)
 

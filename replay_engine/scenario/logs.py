@@ -1,13 +1,12 @@
-"""Session log parsing: the header, events, and packed chunk rows (SPEC section 2).
+"""Session log parsing: lines, the header, events, and packed chunk rows (SPEC section 2).
 
-The public helpers take text and return plain dicts. ``scan_log`` is the fast,
-streaming reader the loader uses: it decodes each line once with msgspec,
-skipping the payload of events derivation never reads.
+The public helpers take text and return plain dicts (``parse_session_log`` is the reference
+reading of a v0/v1 log, event by event). The streaming reader the loader, ``validate`` and
+authoring share is ``reader.read_log``; it decodes lines with the helpers and errors here.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,8 +14,19 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import LogParseError
-from ..jsonlimits import DEPTH_PROBLEM, NonFiniteNumber, finite_float, finite_int, too_deep
+from ..jsonlimits import (
+    DEPTH_PROBLEM,
+    MAX_JSON_DEPTH,
+    SURROGATE_ESCAPE,
+    NonFiniteNumber,
+    huge_integer_at,
+    loads_strict,
+    nested_deeper,
+    non_finite_at,
+    too_deep,
+)
 from ..jsonnumbers import as_safe_integer, is_number
+from .kept import number_error
 from .layout import not_a_file
 
 if TYPE_CHECKING:
@@ -73,42 +83,35 @@ def decode_line(raw: bytes, file: str | None, line: int) -> tuple[bool, Any]:
         except RecursionError:
             raise too_deep_line_error(file, line) from None
         except msgspec.DecodeError:
-            if _SURROGATE_ESCAPE.search(raw):
-                return False, _decode_with_surrogates(text, file, line)
-            raise LogParseError(
-                f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
-                "session log must be one JSON value; fix or remove this line.",
-                file=file,
-                line=line,
-            ) from None
+            if SURROGATE_ESCAPE.search(raw) or "out of range" in str(exc):
+                return False, _decode_strictly(text, file, line)
+            raise _invalid_json_error(file, line, str(exc)) from None
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+def _invalid_json_error(file: str | None, line: int, problem: str) -> LogParseError:
+    return LogParseError(
+        f"{_where(file, line)}: not valid JSON ({problem}). Every non-blank line of a "
+        "session log must be one JSON value; fix or remove this line.",
+        file=file,
+        line=line,
+    )
 
 
-def _decode_with_surrogates(text: str, file: str | None, line: int) -> Any:
-    """A line holding a lone surrogate escape, which ``JSON.parse`` accepts and msgspec does
-    not: decoded by the standard library under the same rules (finite numbers, no constants)."""
-    import json  # rare: only lines msgspec refuses that hold a surrogate escape
-
+def _decode_strictly(text: str, file: str | None, line: int) -> Any:
+    """A line msgspec refused that holds a lone surrogate escape (which ``JSON.parse``
+    accepts), or a number beyond a double: decoded by the standard library under the same
+    rules (finite numbers, no constants), so the number is named when it is the problem."""
     if too_deep(text):
         raise too_deep_line_error(file, line)
     try:
-        return json.loads(text, parse_float=finite_float, parse_int=finite_int,
-                          parse_constant=_no_constant)
+        return loads_strict(text)
     except RecursionError:
         raise too_deep_line_error(file, line) from None
-    except ValueError as exc:  # JSONDecodeError, or a non-finite number
-        raise LogParseError(
-            f"{_where(file, line)}: not valid JSON ({exc}). Every non-blank line of a "
-            "session log must be one JSON value; fix or remove this line.",
-            file=file,
-            line=line,
-        ) from None
-
-
-def _no_constant(name: str) -> Any:
-    raise NonFiniteNumber(name)
+    except NonFiniteNumber as exc:
+        found = non_finite_at(text)
+        raise number_error(file, line, found[0] if found else None, exc.literal) from None
+    except ValueError as exc:  # JSONDecodeError
+        raise _invalid_json_error(file, line, str(exc)) from None
 
 
 def too_deep_line_error(file: str | None, line: int) -> LogParseError:
@@ -132,6 +135,11 @@ def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
         )
     if not isinstance(value, dict):
         return {}
+    if nested_deeper(value, MAX_JSON_DEPTH):
+        raise too_deep_line_error(file, line)
+    found = huge_integer_at(value)
+    if found is not None:
+        raise number_error(file, line, found[0], str(found[1]))
     ident = value.get("id")
     created = value.get("createdAt")
     seed = value.get("seedLength")

@@ -15,8 +15,17 @@ from typing import Annotated, Any, Protocol
 
 import msgspec
 
+from ..chunkshape import TEXT_FIELDS
+from ..jsonlimits import ShallowJson
+from ..jsonnumbers import MAX_SAFE_INTEGER, is_number, json_kind
 from .callkeys import Undefined, call_key
-from .logs import PACKED_CHUNK_TYPES, decode_line, expand_packed_row, null_event_error
+from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
+from .logs import (
+    PACKED_CHUNK_TYPES,
+    decode_line,
+    expand_packed_row,
+    null_event_error,
+)
 
 NO_TIME: Any = msgspec.UNSET
 """The ``time`` of an event that leaves it out (a projected log): recorded as 0 and counted."""
@@ -29,10 +38,9 @@ NO_TIME: Any = msgspec.UNSET
 # object, malformed, an odd packed row, a compaction) goes through ``slow_line``: the exact
 # rules of ``parse_session_log`` and ``derive_replay_script``, so results and errors (naming
 # the line) are the same. One difference: inside the payloads derivation ignores, only JSON
-# syntax is checked, so invalid UTF-8 or a number beyond double range there is not an error
-# (JavaScript reads both).
-
-_MAX_SAFE = 2**53 - 1
+# syntax is checked, so invalid UTF-8, a number beyond double range or deep nesting there is
+# not an error (JavaScript reads all three); what a log keeps (chunks, packed rows, the
+# header, every seq and time) is checked like a sidecar (``logs.check_kept``).
 
 
 class _ChunkData(msgspec.Struct, gc=False):
@@ -42,14 +50,18 @@ class _ChunkData(msgspec.Struct, gc=False):
 
 
 class LineEvent(msgspec.Struct, gc=False):
-    """What derivation reads of a line; other keys (and other events' payloads) are skipped."""
+    """What derivation reads of a line; other keys (and other events' payloads) are skipped.
+    ``seq`` is decoded only to be checked (a number no double holds is refused)."""
 
     type: Any = None
+    seq: Any = msgspec.UNSET
     time: Any = NO_TIME
     data: _ChunkData | None = None
 
 
-_Number = int | float | msgspec.UnsetType
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63) + 1, le=2**63 - 1)]
+"""An integer the fast path takes as is (a bigger one goes the way that checks it)."""
+_Number = _Int64 | float | msgspec.UnsetType
 
 
 class _CheckedChunkData(msgspec.Struct, gc=False):
@@ -64,29 +76,54 @@ class CheckedEvent(msgspec.Struct, gc=False):
 
     It decodes a subset of the lines ``LineEvent`` decodes, to the same values: a line it
     refuses is decoded again by ``LineEvent`` (and the envelope warned about), so checking and
-    loading take the same path for every line.
+    loading take the same path for every line. ``seq`` is never read: a double holds it.
     """
 
     type: Any = None
-    seq: _Number = msgspec.UNSET
+    seq: float | msgspec.UnsetType = msgspec.UNSET
     time: _Number = NO_TIME
     data: _CheckedChunkData | None = None
 
 
-class _Envelope(msgspec.Struct, gc=False):
-    """The raw JSON of a line's ``seq`` and ``time``, for the warnings."""
+_Scalar = Annotated[int, msgspec.Meta(ge=-(2**63) + 1, le=2**63 - 1)] | float
+ChunkShape: Any = msgspec.defstruct(
+    "ChunkShape",
+    [("type", str, msgspec.UNSET), ("index", _Scalar, msgspec.UNSET),
+     *((name, str, msgspec.UNSET) for name in ("id", "name", "blockType",
+                                               *sorted(set(TEXT_FIELDS.values())))),
+     *((name, ShallowJson, msgspec.UNSET) for name in ("block", "usage", "reason",
+                                                       "replayState"))],
+    forbid_unknown_fields=True, gc=False)
+"""A recorded chunk as a reader that keeps no chunk decodes it, when it is the usual kind: the
+keys of SPEC 4's chunk types (and the harness's ``replayState``), its text fields strings
+(``chunkshape.TEXT_FIELDS``), its values nested and numbered as a sidecar takes them
+(``jsonlimits.ShallowJson``). Decoding so, it needs no further check, and no dict is built;
+any other chunk is read as a dict and checked the exact way."""
 
-    seq: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-    time: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+class _ShapeData(msgspec.Struct, gc=False):
+    turn: Any = Undefined
+    step: Any = Undefined
+    chunk: ChunkShape | None = None
 
 
-_SafeInt = Annotated[int, msgspec.Meta(ge=-_MAX_SAFE, le=_MAX_SAFE)]
+class ShapeEvent(msgspec.Struct, gc=False):
+    """``CheckedEvent`` for a reader that keeps no chunk: the chunk's shape only, ``time`` any
+    double (it is not read). A line it refuses is decoded again by ``LineEvent``."""
+
+    type: Any = None
+    seq: float | msgspec.UnsetType = msgspec.UNSET
+    time: float | msgspec.UnsetType = msgspec.UNSET
+    data: _ShapeData | None = None
+
+
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
 class _PackedData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    turn: int | float
-    step: int | float
-    index: int | float
+    turn: _Int64 | float
+    step: _Int64 | float
+    index: _Int64 | float
     dt: list[_SafeInt]
     texts: list[str] | msgspec.UnsetType = msgspec.UNSET
     id: str | msgspec.UnsetType = msgspec.UNSET
@@ -104,14 +141,22 @@ class PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
     type: str
     data: _PackedData
-    seq0: Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)] = 0
+    seq0: Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)] = 0
     time0: _SafeInt | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """The raw JSON of a line's ``seq`` and ``time``, for the warnings."""
+
+    seq: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    time: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 line_decoder = msgspec.json.Decoder(LineEvent)
 checked_decoder = msgspec.json.Decoder(CheckedEvent)
-_envelope_decoder = msgspec.json.Decoder(_Envelope)
+shape_decoder = msgspec.json.Decoder(ShapeEvent)
 _packed_decoder = msgspec.json.Decoder(PackedRow)
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 PackedFields = tuple[PackedRow, list[str], str | msgspec.UnsetType, str | msgspec.UnsetType]
 
@@ -165,18 +210,22 @@ def gc_paused() -> Iterator[None]:
 
 
 class Feed(Protocol):
-    """What the line readers feed: a deriver that keeps the chunks, or one that checks them."""
+    """What the line readers feed (``feeds.CallFeed``): a deriver that keeps the chunks, or a
+    checker that counts the calls."""
 
     file: str | None
     untimed: int
+    keeps: bool
 
     def chunk(self, key: str, chunk: Any, time: Any, line: int) -> None: ...
     def run(self, key: str, chunks: Any, times: Any, line: int) -> None: ...
-    def compaction(self, data: Any, time: Any, line: int) -> None: ...
+    def call(self, key: str, chunks: Any, times: Any, line: int, finished: bool) -> None: ...
+    def compaction(self, data: Any, time: Any, line: int, suspect: bool = True) -> None: ...
 
 
 Item = tuple[int, int, Any, Any, Any, int]
-"""(event index, what, ...): 0 = chunk (key, chunk, time), 1 = compaction (data, time, -),
+"""(event index, what, ...): 0 = chunk (key, chunk, time), 1 = compaction (data, time,
+whether its line may hold what a sidecar refuses),
 2 = packed run (key, chunks, times); then the line."""
 
 
@@ -218,7 +267,7 @@ def _apply(deriver: Feed, item: Item, first: int) -> None:
     if what == 0:
         deriver.chunk(a, b, c, line)
     elif what == 1:
-        deriver.compaction(a, b, line)
+        deriver.compaction(a, b, line, c)
     else:
         skip = first - index
         if skip > 0:
@@ -249,10 +298,13 @@ def slow_line(
         return index + 1
     if warnings is not None:
         for name in ("seq", "time"):
-            if name in value and not _is_json_number(value[name]):
-                warnings.append(envelope_warning(file, number, name, _json_kind(value[name])))
+            if name in value and not is_number(value[name]):
+                warnings.append(envelope_warning(file, number, name, json_kind(value[name])))
+    check_envelope(value.get("seq"), value.get("time"), file, number)
     kind = value.get("type")
     if isinstance(kind, str) and kind in PACKED_CHUNK_TYPES:
+        if len(raw) > KEPT_GATE and kept_may_fail(raw):
+            check_kept(value, file, number, "$")
         for turn, step, t, chunk in expand_packed_row(value, file, number, index):
             sink.put((index, 0, call_key(turn, step), chunk, t, number))
             index += 1
@@ -264,41 +316,28 @@ def slow_line(
         if not isinstance(data, dict):
             data = {}
         key = call_key(data.get("turn", Undefined), data.get("step", Undefined))
-        sink.put((index, 0, key, data.get("chunk"), value.get("time", NO_TIME), number))
+        held = data.get("chunk")
+        if held is not None and len(raw) > KEPT_GATE and kept_may_fail(raw):
+            check_kept(held, file, number, "$.data.chunk")
+        sink.put((index, 0, key, held, value.get("time", NO_TIME), number))
     elif kind == "compaction/summary":
-        sink.put((index, 1, value.get("data"), value.get("time"), None, number))
+        suspect = len(raw) > KEPT_GATE and kept_may_fail(raw)
+        sink.put((index, 1, value.get("data"), value.get("time"), suspect, number))
     return index + 1
 
 
 # --- warnings: what the SPEC accepts but a newer harness refuses ----------------------------
 
 
-def _is_json_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return "a number"
-
-
-_RAW_KINDS = {ord('"'): "a string", ord("["): "a list", ord("{"): "an object", ord("t"): "true",
-              ord("f"): "false", ord("n"): "null"}
+_RAW_KINDS = {ord('"'): "a string", ord("["): "a list", ord("{"): "an object",
+              ord("t"): "a boolean", ord("f"): "a boolean", ord("n"): "null"}
+"""``jsonnumbers.json_kind`` of a raw JSON value that is not a number, by its first byte."""
 
 
 def non_object_warning(file: str | None, line: int, value: Any) -> str:
     """A line that is a JSON value but not an object (SPEC 4a: ignored like an unknown event)."""
     return (
-        f"{file or '<log>'}:{line}: the line is {_json_kind(value)}, not a JSON object; it is "
+        f"{file or '<log>'}:{line}: the line is {json_kind(value)}, not a JSON object; it is "
         "ignored like an unknown event, but newer harness versions refuse such a log. Remove "
         "the line."
     )

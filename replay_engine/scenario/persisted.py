@@ -42,9 +42,17 @@ def persisted_generation(name: str) -> int | None:
 def find_persisted(path: str | Path) -> Path | None:
     """The persisted session ``path`` names: the file itself, or in a directory without any
     plain log, its highest generation of ``session[.vK].jsonl.zstd`` (None: not one)."""
+    found = persisted_selection(path)
+    return found[0] if found is not None else None
+
+
+def persisted_selection(path: str | Path) -> tuple[Path, list[Path]] | None:
+    """The persisted session ``path`` names and the older generations beside it that are
+    ignored (SPEC 2b.1: the highest generation wins), or None when it names none."""
     root = Path(path)
     if root.is_file() or not root.exists():
-        return root if persisted_generation(root.name) is not None and root.is_file() else None
+        named = persisted_generation(root.name) is not None and root.is_file()
+        return (root, []) if named else None
     if not root.is_dir():
         return None
     try:
@@ -53,12 +61,36 @@ def find_persisted(path: str | Path) -> Path | None:
         return None
     if any(name.startswith("session") and name.endswith(".jsonl") for name in names):
         return None  # a scenario directory of plain logs (SPEC 2b.1: .zstd names are not logs)
-    found = [(g, name) for name in names if (g := persisted_generation(name)) is not None]
-    return root / max(found)[1] if found else None
+    found = sorted((g, name) for name in names if (g := persisted_generation(name)) is not None)
+    if not found:
+        return None
+    return root / found[-1][1], [root / name for _, name in found[:-1]]
+
+
+def persisted_notes(path: str | Path) -> list[str]:
+    """What a persisted session was read from, and the older generations it ignored (for
+    ``validate``; ``inspect`` and the debugger show the same from the loaded scenario)."""
+    from .layout import generation_label
+
+    found = persisted_selection(path)
+    if found is None:
+        return []
+    chosen, ignored = found
+    notes = [f"read {chosen.name} ({generation_label(chosen)})"]
+    if ignored:
+        notes.append("ignored older generations: " + ", ".join(
+            f"{p.name} ({generation_label(p)})" for p in ignored))
+    return notes
+
+
+_FIRST_PIECE = 4096
+"""Compressed bytes first given to a frame: store frames (one append batch) are small, and
+what a frame leaves over is copied, so pieces start small and double while a frame goes on."""
 
 
 def read_persisted(path: Path) -> PersistedLog:
-    """Decompress a persisted session frame by frame (SPEC 2b.9)."""
+    """Decompress a persisted session frame by frame (SPEC 2b.9), over a view of the file:
+    each frame is given pieces of it, never the whole rest, so many frames stay linear."""
     import zstandard  # loaded only for persisted sessions
 
     file = str(path)
@@ -72,20 +104,28 @@ def read_persisted(path: Path) -> PersistedLog:
         raise LogParseError(f"{file}: cannot read the persisted session ({exc.strerror or exc}).",
                             file=file, code="LOG_UNREADABLE") from None
     decompressor = zstandard.ZstdDecompressor()
+    view = memoryview(raw)
+    size = len(raw)
     parts: list[bytes] = []
     warnings: list[str] = []
     offset = 0
-    while offset < len(raw):
+    while offset < size:
         frame = decompressor.decompressobj()
+        out: list[bytes] = []
+        at, piece = offset, _FIRST_PIECE
         try:
-            out = frame.decompress(raw[offset:])
+            while not frame.eof and at < size:
+                out.append(frame.decompress(view[at:at + piece]))
+                at += piece
+                piece *= 2
         except zstandard.ZstdError as exc:
             raise LogParseError(
                 f"{file}: the zstd frame at byte {offset} is damaged ({exc}); the session cannot "
                 "be read past it. Restore the file from a backup, or cut it at that byte to keep "
                 "the frames before it.", file=file) from None
+        text = b"".join(out)
         if not frame.eof:
-            kept = out[:out.rfind(b"\n") + 1]
+            kept = text[:text.rfind(b"\n") + 1]
             lines = kept.count(b"\n")
             warnings.append(
                 f"{file}: the last zstd frame (at byte {offset}) is torn, as when the session "
@@ -93,6 +133,6 @@ def read_persisted(path: Path) -> PersistedLog:
                 "the rest of it is dropped.")
             parts.append(kept)
             break
-        parts.append(out)
-        offset = len(raw) - len(frame.unused_data)
+        parts.append(text)
+        offset = min(at, size) - len(frame.unused_data)
     return PersistedLog(path, generation, b"".join(parts), warnings)

@@ -16,6 +16,7 @@ from ..jsonlimits import (
     DEPTH_PROBLEM,
     NonFiniteNumber,
     line_of,
+    non_finite_at,
     non_finite_problem,
     too_deep,
 )
@@ -175,8 +176,10 @@ def _parse_sidecar_text(text: str, file: str, derived_length: int | None,
         ) from None
     except NonFiniteNumber as exc:
         line = line_of(text, exc.literal)
+        found = non_finite_at(text)
+        at = f"{found[0]}: " if found else ""
         raise SidecarError(
-            f"{file}:{line}: {non_finite_problem(exc.literal)}.",
+            f"{file}:{line}: {at}{non_finite_problem(exc.literal)}.",
             file=file,
             line=line,
         ) from None

@@ -24,7 +24,10 @@ from ..jsonlimits import (
     DEPTH_PROBLEM,
     SURROGATE_ESCAPE,
     NonFiniteNumber,
+    huge_integer_at,
     loads_strict,
+    may_hold_huge_integer,
+    non_finite_at,
     non_finite_problem,
     too_deep,
 )
@@ -71,8 +74,8 @@ async def read_body(request: Request) -> bytes:
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
     """A request body as a JSON object ({} when empty), read by the rules of the logs: nested
-    at most ``MAX_JSON_DEPTH`` deep, numbers finite, lone surrogate escapes kept; else
-    BadRequest (400)."""
+    at most ``MAX_JSON_DEPTH`` deep, numbers a double holds (``1e999`` and a 401-digit integer
+    alike refused, naming where), lone surrogate escapes kept; else BadRequest (400)."""
     if not raw.strip():
         return {}
     if too_deep(raw):
@@ -83,23 +86,36 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         raise BadRequest(400, f"request body is {DEPTH_PROBLEM}", INVALID_JSON) from None
     except msgspec.DecodeError as exc:
         value = _lenient(raw, exc)
+    else:
+        if may_hold_huge_integer(raw) and huge_integer_at(value) is not None:
+            raise _non_finite(raw)
     if not isinstance(value, dict):
         raise BadRequest(400, f"request body must be a JSON object, got {type(value).__name__}",
                          INVALID_REQUEST)
     return value
 
 
+def _non_finite(raw: bytes) -> BadRequest:
+    """The refusal of a body holding a number no double holds, naming it and where it is."""
+    found = non_finite_at(raw)
+    where, literal = found if found is not None else ("$", "")
+    return BadRequest(400, f"request body: {where}: {non_finite_problem(literal)}", INVALID_JSON)
+
+
 def _lenient(raw: bytes, exc: msgspec.DecodeError) -> Any:
     """A body msgspec refused: decoded again when a lone surrogate escape is why (which
-    ``JSON.parse``, and so the logs, accept); else the refusal."""
+    ``JSON.parse``, and so the logs, accept), named when a number no double holds is why;
+    else the refusal."""
     problem = str(exc)
     if SURROGATE_ESCAPE.search(raw):
         try:
             return loads_strict(raw.decode("utf-8"))
-        except NonFiniteNumber as bad:
-            problem = non_finite_problem(bad.literal)
+        except NonFiniteNumber:
+            raise _non_finite(raw) from None
         except ValueError as bad:  # UnicodeDecodeError and JSONDecodeError among them
             problem = str(bad)
+    elif problem.startswith("Number out of range"):
+        raise _non_finite(raw) from None
     raise BadRequest(400, f"request body is not valid JSON ({problem}); send one JSON object",
                      INVALID_JSON)
 

@@ -288,9 +288,9 @@ def test_accepted_is_an_unknown_key_in_a_legacy_directory(tmp_path: Path) -> Non
 
 
 def test_a_v2_primary_replaced_by_a_bare_list_is_still_checked(tmp_path: Path) -> None:
-    write(tmp_path, "session.v4.jsonl", [header(), settlement([chunk({"type": "x"})])])
+    write(tmp_path, "session.v4.jsonl", [header(), settlement([{"type": "x"}])])
     (tmp_path / "replay.override.json").write_text(json.dumps([THROW]))
-    assert "model call 1/1 " in load_error(tmp_path).message
+    assert "settlement stream record 0: unsupported record" in load_error(tmp_path).message
 
 
 # --- tokens and announced children ------------------------------------------------------------

@@ -115,3 +115,33 @@ async def test_a_persisted_session_serves_a_real_openai_client_to_consumed(tmp_p
                                       if c.choices]))
         assert texts == ["hello", "again"]
         assert server.engine.consumed_problems() == []
+
+
+def test_thousands_of_frames_are_read_whole(tmp_path: Path) -> None:
+    calls = [_frame(_call(f"c{i}", i)) for i in range(1, 3001)]
+    path = _store(tmp_path, [_frame(HEADER), *calls])
+    assert _texts(path) == [f"c{i}" for i in range(1, 3001)]
+    assert check_scenario(str(path)) == ([], [])
+
+
+def test_a_big_frame_after_small_ones_is_read_whole(tmp_path: Path) -> None:
+    big = [_call("x" * 5000 + str(i), i) for i in range(1, 40)]
+    path = _store(tmp_path, [_frame(HEADER), _frame(_call("a", 1)), _frame(*big),
+                             _frame(_call("z", 99))])
+    assert _texts(path) == ["a", *("x" * 5000 + str(i) for i in range(1, 40)), "z"]
+
+
+def test_a_store_with_two_generations_says_which_was_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _store(tmp_path, [_frame({**HEADER, "version": 3}), _frame(_call("old", 1))],
+           "session.v3.jsonl.zstd")
+    _store(tmp_path, [_frame(HEADER), _frame(_call("new", 1))])
+    assert cli_main(["validate", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"ok   {tmp_path}", "  read session.v4.jsonl.zstd (v4)",
+        "  ignored older generations: session.v3.jsonl.zstd (v3)"]
+    assert cli_main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "session.v4.jsonl.zstd (v4)" in out
+    assert "ignored older generations: session.v3.jsonl.zstd (v3)" in out
+    assert [p.name for p in load_scenario(tmp_path).ignored] == ["session.v3.jsonl.zstd"]

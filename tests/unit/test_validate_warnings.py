@@ -46,13 +46,13 @@ def test_non_object_lines_and_odd_envelopes_warn(tmp_path: Path) -> None:
     assert code == 0
     assert out == [
         f"ok   {path} (9 warning(s))",
-        f"  warning: {log}:2: the line is a number, not a JSON object; it is ignored like an unknown "
+        f"  warning: {log}:2: the line is the number 5, not a JSON object; it is ignored like an unknown "
         "event, but newer harness versions refuse such a log. Remove the line.",
         f"  warning: {log}:3: the line is a string, not a JSON object; it is ignored like an unknown "
         "event, but newer harness versions refuse such a log. Remove the line.",
         f"  warning: {log}:4: the line is a list, not a JSON object; it is ignored like an unknown "
         "event, but newer harness versions refuse such a log. Remove the line.",
-        f"  warning: {log}:5: the line is true, not a JSON object; it is ignored like an unknown "
+        f"  warning: {log}:5: the line is a boolean, not a JSON object; it is ignored like an unknown "
         "event, but newer harness versions refuse such a log. Remove the line.",
         f"  warning: {log}:6: the event's seq is a string, not a number; it is kept as given, but "
         "newer harness versions refuse such a log. Make seq a number or remove it.",
@@ -62,7 +62,7 @@ def test_non_object_lines_and_odd_envelopes_warn(tmp_path: Path) -> None:
         "newer harness versions refuse such a log. Make seq a number or remove it.",
         f"  warning: {log}:8: the event's time is a list, not a number; it is kept as given, but "
         "newer harness versions refuse such a log. Make time a number or remove it.",
-        f"  warning: {log}:9: the event's seq is false, not a number; it is kept as given, but "
+        f"  warning: {log}:9: the event's seq is a boolean, not a number; it is kept as given, but "
         "newer harness versions refuse such a log. Make seq a number or remove it.",
     ]
 

@@ -1,24 +1,30 @@
 """Benchmark: the pytest plugin's cost per test beside a vcrpy cassette, in the same run.
 
 Run by hand: ``python3 benchmarks/pytest_cost.py [--tests 200] [--rounds 5]``.
-Three generated test files of ``--tests`` tests each run in fresh pytest processes,
+Five generated test files of ``--tests`` tests each run in fresh pytest processes,
 interleaved round by round:
 
-- ``baseline``: each test builds an openai client and makes no call (the floor);
+- ``baseline``: each test builds an openai client and makes no call (the floor of
+  ``plugin`` and ``vcrpy``);
 - ``plugin``: each test is marked ``@pytest.mark.dsh_replay(sample_scenarios/basic-chat)``
-  and makes that scenario's two streaming calls with the openai SDK;
+  and makes that scenario's two streaming calls with the openai SDK, over a socket;
 - ``vcrpy``: each test makes the same two calls inside ``vcr.use_cassette`` of a cassette
-  recorded once from ``dsh-replay serve`` of the same scenario.
+  recorded once from ``dsh-replay serve`` of the same scenario;
+- ``baseline-http``: each test builds an openai client on an httpx client of its own
+  transport and makes no call (the floor of ``in-process``: such a client skips the TLS
+  setup every default client pays, which the replay must not be credited with);
+- ``in-process``: as ``plugin``, with ``http_client=dsh_replay.http_client()``.
 
-Reported: the median wall time of each file, the cost per test over the baseline
-((file - baseline) / tests), and the plugin's cost as a ratio of vcrpy's.
-Target: plugin / vcrpy <= 1.0. Needs ``vcrpy`` (a benchmark-only dependency).
+Reported: the median wall time of each file, the cost per test over its floor
+((file - floor) / tests), and each replay's cost as a ratio of vcrpy's.
+Target: in-process / vcrpy <= 1.0. Needs ``vcrpy`` (a benchmark-only dependency).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,6 +69,34 @@ for i in range({n}):
     globals()[f"test_{{i}}"] = make(i)
 '''
 
+BASELINE_HTTP = '''
+import httpx, openai
+
+def make(i):
+    def test():
+        http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200)))
+        openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", http_client=http)
+    return test
+
+for i in range({n}):
+    globals()[f"test_{{i}}"] = make(i)
+'''
+
+IN_PROCESS = '''
+import openai, pytest
+
+def make(i):
+    @pytest.mark.dsh_replay({scenario!r})
+    def test(dsh_replay):
+        two_calls(openai.OpenAI(max_retries=0, http_client=dsh_replay.http_client()))
+    return test
+
+for i in range({n}):
+    globals()[f"test_{{i}}"] = make(i)
+'''
+
+FLOOR = {"plugin": "baseline", "vcrpy": "baseline", "in-process": "baseline-http"}
+
 VCR = '''
 import openai, vcr
 
@@ -106,17 +140,19 @@ def record_cassette(work: Path) -> tuple[Path, str]:
     return cassette, url
 
 
-def run_file(path: Path) -> float:
-    """Wall seconds of one pytest process running ``path`` (which must pass)."""
+def run_file(path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one pytest process running ``path`` (which must pass)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                              "-p", "no:randomly", str(path)], cwd=path.parent, env=env,
                             capture_output=True, text=True)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{path.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
-    return took
+    return took, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main() -> None:
@@ -131,24 +167,34 @@ def main() -> None:
             "baseline": BASELINE.format(n=args.tests),
             "plugin": CALLS + PLUGIN.format(n=args.tests, scenario=str(SCENARIO)),
             "vcrpy": CALLS + VCR.format(n=args.tests, cassette=str(cassette), url=url),
+            "baseline-http": BASELINE_HTTP.format(n=args.tests),
+            "in-process": CALLS + IN_PROCESS.format(n=args.tests, scenario=str(SCENARIO)),
         }
         paths = {}
         for name, text in files.items():
-            paths[name] = work / f"test_{name}.py"
+            paths[name] = work / f"test_{name.replace('-', '_')}.py"
             paths[name].write_text(textwrap.dedent(text))
         times: dict[str, list[float]] = {name: [] for name in files}
+        cpus: dict[str, list[float]] = {name: [] for name in files}
         for _ in range(args.rounds):
             for name, path in paths.items():
-                times[name].append(run_file(path))
+                wall, cpu = run_file(path)
+                times[name].append(wall)
+                cpus[name].append(cpu)
     median = {name: statistics.median(values) for name, values in times.items()}
-    per_test = {name: (median[name] - median["baseline"]) / args.tests * 1000 for name in files}
-    print(f"{args.tests} tests per file, {args.rounds} rounds, median wall per file:")
+    cpu = {name: statistics.median(values) for name, values in cpus.items()}
+    per_test = {name: (median[name] - median[floor]) / args.tests * 1000
+                for name, floor in FLOOR.items()}
+    cpu_per_test = {name: (cpu[name] - cpu[floor]) / args.tests * 1000
+                    for name, floor in FLOOR.items()}
+    print(f"{args.tests} tests per file, {args.rounds} rounds, median wall (and CPU) per file:")
     for name in files:
-        print(f"  {name:9s} {median[name]:7.2f} s   per test over baseline "
-              f"{per_test[name]:6.2f} ms" if name != "baseline" else
-              f"  {name:9s} {median[name]:7.2f} s")
-    print(f"plugin / vcrpy per-test cost: {per_test['plugin'] / per_test['vcrpy']:.2f}x "
-          "(target <= 1.0)")
+        print(f"  {name:13s} {median[name]:7.2f} s ({cpu[name]:6.2f} s CPU)" + (
+            f"   per test over {FLOOR[name]}: {per_test[name]:6.2f} ms "
+            f"({cpu_per_test[name]:6.2f} ms CPU)" if name in FLOOR else ""))
+    for name in ("plugin", "in-process"):
+        print(f"{name} / vcrpy per-test cost: {per_test[name] / per_test['vcrpy']:.2f}x"
+              + (" (target <= 1.0)" if name == "in-process" else ""))
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
@@ -184,15 +185,16 @@ class ScenarioRun:
             self.url = self.debugger.wait_for_url()
             self.run = DEFAULT_RUN
         else:
-            self._start_replay(pool, run_id(nodeid), ready_dir())
+            self._start_replay(pool, run_id(nodeid), ready_dir)
 
-    def _start_replay(self, pool: ServerPool, run: str, ready_dir: Path) -> None:
+    def _start_replay(self, pool: ServerPool, run: str, ready_dir: Callable[[], Path]) -> None:
         from ..engine import events as ev
         from .diagnosis import RefusedCall
 
         server = pool.server(self.scenario)
         engine = self.engine = server.engine
-        self.url, self.run, self.ready_dir = server.url, run, ready_dir
+        self.url, self.run = server.url, run
+        where = self.ready_dir = ready_dir() if pool.has_ready_files(self.scenario) else None
         refused = self._refused
 
         def observe(event: EngineEvent) -> None:
@@ -200,12 +202,12 @@ class ScenarioRun:
                 refused.append(RefusedCall(event.session, event.code, event.message, event.messages,
                                            event.script_index, event.call_index))
 
-        def begin() -> Any:
+        def begin() -> None:  # on the loop before any call of the test: no need to wait
             engine.forget(run)  # a rerun of the same test starts from a fresh run
-            engine.set_ready_dir(run, ready_dir)
-            return engine.subscribe(observe, chunks=False)
+            engine.set_ready_dir(run, where)
+            self._unsubscribe = engine.subscribe(observe, chunks=False)
 
-        self._unsubscribe = pool.loop.call(begin)
+        pool.loop.post(begin)
 
     def report(self, pool: ServerPool | None, *, failed: bool = False) -> list[str]:
         """Every problem of this test's run (empty when the replay went as recorded); with
@@ -226,13 +228,15 @@ class ScenarioRun:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run
 
-            consumed, strict = self.consumed, self.strict
+            consumed, strict, refused = self.consumed, self.strict, self._refused
 
             def facts() -> tuple[list[SessionScript], list[dict[str, Any]], list[str]]:
                 # refusals come with their own detail below (the live call and its diff)
-                return (engine.scripts, [r.to_json() for r in engine.journal(run)],
-                        engine.verdict_problems(run, strict=strict, unconsumed=consumed,
-                                                refused=False))
+                problems = engine.verdict_problems(run, strict=strict, unconsumed=consumed,
+                                                   refused=False)
+                if not (problems or refused or failed):
+                    return [], [], []  # nothing to report: the journal is not needed
+                return engine.scripts, [r.to_json() for r in engine.journal(run)], problems
 
             scripts, journal, problems = pool.loop.call(facts)
         shown = display_path(self.scenario, self._owner.base)
@@ -255,15 +259,15 @@ class ScenarioRun:
         """Free the run, finish a recording, wait for the debugger to be quit."""
         try:
             if self.mode == "replay" and pool is not None and self.engine is not None:
-                engine, run, unsubscribe = self.engine, self.run, self._unsubscribe
+                engine, run = self.engine, self.run
                 assert run is not None
 
-                def end() -> None:
-                    if unsubscribe is not None:
-                        unsubscribe()
+                def end() -> None:  # queued behind the test's calls on the loop: no need to wait
+                    if self._unsubscribe is not None:
+                        self._unsubscribe()
                     engine.forget(run)  # nothing of the run stays behind on a shared server
 
-                pool.loop.call(end)
+                pool.loop.post(end)
             elif self.mode == "record" and pool is not None and self._recording is not None:
                 recording, self._recording = self._recording, None
                 pool.stop_recording(self.scenario, recording)
@@ -408,6 +412,21 @@ class DshReplay:
     def debugger(self) -> Debugger | None:
         """The debugger process of the primary scenario (with ``--dsh-replay-debug``)."""
         return self.primary.debugger
+
+    def http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
+        """An ``httpx.Client`` (``module``'s, e.g. httpx2) whose requests to the replay servers
+        are served in this process, with no socket; other addresses go out as usual."""
+        from .transport import http_client
+
+        pool = _pool(self._config)
+        return http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
+
+    def async_http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
+        """``http_client`` for asyncio code: an ``httpx.AsyncClient`` (or ``module``'s)."""
+        from .transport import async_http_client
+
+        pool = _pool(self._config)
+        return async_http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
 
     # -- driven by the plugin ------------------------------------------------------------
 

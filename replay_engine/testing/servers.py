@@ -12,12 +12,16 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from starlette.types import ASGIApp
+
+from ..models import HangEntry
 from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME
 from ..server import ReplayServer, serve_scenario
 
@@ -52,6 +56,11 @@ class LoopThread:
             return fn()
 
         return self.run(inside())
+
+    def post(self, fn: Callable[[], object]) -> None:
+        """Queue ``fn`` on the loop's thread without waiting for it: it runs after whatever
+        was queued before it, and before anything queued later (requests included)."""
+        self.loop.call_soon_threadsafe(fn)
 
     def close(self) -> None:
         """Stop the loop and join its thread."""
@@ -119,6 +128,8 @@ class ServerPool:
         self._loop: LoopThread | None = None
         self._servers: dict[Path, ReplayServer] = {}
         self._hosted: list[Hosted] = []
+        self._ready_files: dict[Path, bool] = {}
+        self._ready_root: Path | None = None
         self.recorded: set[Path] = set()
         """Scenario directories recorded during this pytest session."""
 
@@ -133,11 +144,30 @@ class ServerPool:
         """The started server of ``directory`` (loaded and started on first use)."""
         server = self._servers.get(directory)
         if server is None:
+            if self._ready_root is None:
+                self._ready_root = Path(tempfile.mkdtemp(prefix="dsh-replay-ready-"))
             hosted = Hosted()
-            server = self.loop.run(hosted.start(serve_scenario(directory)))
+            server = self.loop.run(hosted.start(serve_scenario(
+                directory, ready_dir=self._ready_root)))
             self._hosted.append(hosted)
             self._servers[directory] = server
+            self._ready_files[directory] = any(
+                isinstance(item.entry, HangEntry) and item.entry.readyFile is not None
+                for script in server.engine.scripts for item in script.entries)
         return server
+
+    def has_ready_files(self, directory: Path) -> bool:
+        """Whether the scenario served from ``directory`` has hang readyFiles (tests of one
+        that has none need no ready directory of their own; a reload that adds some puts
+        their markers in a directory of this session)."""
+        return self._ready_files.get(directory, True)
+
+    def app_at(self, host: str, port: int) -> ASGIApp | None:
+        """The app of the replay server listening on ``host``:``port`` (None: none of ours)."""
+        for server in self._servers.values():
+            if server.port == port and server.host == host:
+                return server.app
+        return None
 
     def start_recording(self, directory: Path, upstream: str, *, force: bool) -> tuple[str, Hosted]:
         """Start a recorder into ``directory``; returns its base URL and the handle to stop it."""
@@ -170,6 +200,9 @@ class ServerPool:
             self._servers.clear()
             self._loop.close()
             self._loop = None
+            if self._ready_root is not None:
+                shutil.rmtree(self._ready_root, ignore_errors=True)
+                self._ready_root = None
 
 
 def debugger_base_command() -> list[str]:

@@ -18,10 +18,11 @@ import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+
+from .clients import InProcessClients
 
 if TYPE_CHECKING:
     from ..engine import ReplayEngine
@@ -280,7 +281,7 @@ class ScenarioRun:
                 shutil.rmtree(self._work, ignore_errors=True)
 
 
-class DshReplay:
+class DshReplay(InProcessClients):
     """The ``dsh_replay`` fixture: the scenarios one test is served, the marked one first."""
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
@@ -412,21 +413,6 @@ class DshReplay:
     def debugger(self) -> Debugger | None:
         """The debugger process of the primary scenario (with ``--dsh-replay-debug``)."""
         return self.primary.debugger
-
-    def http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
-        """An ``httpx.Client`` (``module``'s, e.g. httpx2) whose requests to the replay servers
-        are served in this process, with no socket; other addresses go out as usual."""
-        from .transport import http_client
-
-        pool = _pool(self._config)
-        return http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
-
-    def async_http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
-        """``http_client`` for asyncio code: an ``httpx.AsyncClient`` (or ``module``'s)."""
-        from .transport import async_http_client
-
-        pool = _pool(self._config)
-        return async_http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
 
     # -- driven by the plugin ------------------------------------------------------------
 

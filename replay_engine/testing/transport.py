@@ -11,6 +11,7 @@ Clients come from ``httpx`` or, given that module, from ``httpx2`` (same API).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import queue
@@ -133,6 +134,18 @@ class Answer:
         self.timeout: float | None = request.extensions.get("timeout", {}).get("read")
         self.complete = False
 
+    def wait(self, inbox: queue.SimpleQueue[Any]) -> list[Message] | Ended:
+        """The next delivery for a sync client (ReadTimeout after the read timeout; an
+        interrupt disconnects as a closed connection would)."""
+        try:
+            item: list[Message] | Ended = inbox.get(timeout=self.timeout)
+        except queue.Empty:
+            raise self.timed_out() from None
+        except BaseException:
+            self.close()
+            raise
+        return item
+
     def timed_out(self) -> Exception:
         """What httpx raises when no byte came within the read timeout."""
         self.close()
@@ -195,10 +208,7 @@ class SyncBody:
         answer = self.answer
         yield from (part for part in self.first if part)
         while not answer.complete:
-            try:
-                item = self.inbox.get(timeout=answer.timeout)
-            except queue.Empty:
-                raise answer.timed_out() from None
+            item = answer.wait(self.inbox)
             if isinstance(item, Ended):
                 raise answer.broken("the replay server ended the answer early", item.error)
             yield from (part for part in answer.chunks(item) if part)
@@ -273,11 +283,7 @@ class SyncTransport(InProcess):
         exchange = Exchange(app, asgi_scope(request), request.read(), self.loop(), inbox.put)
         answer = Answer(self.module, request, exchange)
         exchange.start()
-        try:
-            item = inbox.get(timeout=answer.timeout)
-        except queue.Empty:
-            raise answer.timed_out() from None
-        head, first = answer.head(item)
+        head, first = answer.head(answer.wait(inbox))
         return answer.response(head, _flavour(self.module).sync_body(answer, first, inbox))
 
     def close(self) -> None:
@@ -297,7 +303,7 @@ class AsyncTransport(InProcess):
         inbox: asyncio.Queue[Any] = asyncio.Queue()
 
         def deliver(item: list[Message] | Ended) -> None:
-            if not mine.is_closed():
+            with contextlib.suppress(RuntimeError):  # the client's loop is closed: nobody reads
                 mine.call_soon_threadsafe(inbox.put_nowait, item)
 
         exchange = Exchange(app, asgi_scope(request), await request.aread(), self.loop(), deliver)

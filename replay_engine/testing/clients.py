@@ -1,0 +1,41 @@
+"""The ``dsh_replay`` fixture's in-process HTTP clients (mixed into the fixture's object).
+
+Kept apart from the transport so that loading the plugin loads nothing of it: only a test
+that asks for a client does.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .servers import ServerPool
+
+
+class InProcessClients:
+    """``http_client`` and ``async_http_client`` of the ``dsh_replay`` fixture."""
+
+    _config: pytest.Config
+
+    def http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
+        """An ``httpx.Client`` (``module``'s, e.g. httpx2) whose requests to the replay servers
+        are served in this process, with no socket; other addresses go out as usual."""
+        from .transport import http_client
+
+        pool = self._server_pool()
+        return http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
+
+    def async_http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
+        """``http_client`` for asyncio code: an ``httpx.AsyncClient`` (or ``module``'s)."""
+        from .transport import async_http_client
+
+        pool = self._server_pool()
+        return async_http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
+
+    def _server_pool(self) -> ServerPool:
+        from .pytest_plugin import _pool  # the fixture's own module, loaded by now
+
+        return _pool(self._config)

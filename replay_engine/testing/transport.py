@@ -2,8 +2,8 @@
 servers are handed to the replay app on the servers' loop, with no socket, connection or
 HTTP parsing in between; requests to any other address go over the network as usual.
 
-The app answers exactly as it does over a socket (status, headers and body bytes, in the
-same writes); a client that stops reading (a closed response, a read timeout, a cancelled
+The app answers exactly as it does over a socket (status, headers and body bytes, each
+body write arriving whole); a client that stops reading (a closed response, a read timeout, a cancelled
 task) disconnects as a closed connection would, so a hanging call ends as cancelled.
 Clients come from ``httpx`` or, given that module, from ``httpx2`` (same API).
 """

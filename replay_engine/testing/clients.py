@@ -21,15 +21,16 @@ class InProcessClients:
     _config: pytest.Config
 
     def http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
-        """An ``httpx.Client`` (``module``'s, e.g. httpx2) whose requests to the replay servers
-        are served in this process, with no socket; other addresses go out as usual."""
+        """An httpx2 ``Client`` (httpx's where httpx2 is not installed, or ``module``'s) whose
+        requests to the replay servers are served in this process, with no socket; other
+        addresses go out as usual."""
         from .transport import http_client
 
         pool = self._server_pool()
         return http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
 
     def async_http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
-        """``http_client`` for asyncio code: an ``httpx.AsyncClient`` (or ``module``'s)."""
+        """``http_client`` for asyncio code: an ``AsyncClient`` of the same module."""
         from .transport import async_http_client
 
         pool = self._server_pool()

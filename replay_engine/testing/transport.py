@@ -5,7 +5,8 @@ HTTP parsing in between; requests to any other address go over the network as us
 The app answers exactly as it does over a socket (status, headers and body bytes, each
 body write arriving whole); a client that stops reading (a closed response, a read timeout, a cancelled
 task) disconnects as a closed connection would, so a hanging call ends as cancelled.
-Clients come from ``httpx`` or, given that module, from ``httpx2`` (same API).
+Clients come from ``httpx2`` where it is installed (today's openai and anthropic SDKs are
+built on it), else from ``httpx``; given a module, from that one (the two share one API).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import logging
 import queue
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -341,27 +343,27 @@ def _flavour(module: ModuleType) -> _Flavour:
     return _Flavour(module)
 
 
-def _module(module: ModuleType | None) -> ModuleType:
-    if module is not None:
-        return module
-    import httpx
-
-    return httpx
+def default_module() -> ModuleType:
+    """``httpx2`` where it is installed, else ``httpx``."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
 
 
 def http_client(resolve: Resolve, loop: Callable[[], asyncio.AbstractEventLoop],
                 module: ModuleType | None = None, **kwargs: Any) -> Any:
-    """A sync ``Client`` of ``module`` (httpx by default) serving the addresses ``resolve``
-    knows in process; ``kwargs`` go to the client."""
-    module = _module(module)
+    """A sync ``Client`` of ``module`` (``default_module()`` if None) serving the addresses
+    ``resolve`` knows in process; ``kwargs`` go to the client."""
+    module = module or default_module()
     transport = _flavour(module).sync_transport(module, resolve, loop)
     return module.Client(transport=transport, **kwargs)
 
 
 def async_http_client(resolve: Resolve, loop: Callable[[], asyncio.AbstractEventLoop],
                       module: ModuleType | None = None, **kwargs: Any) -> Any:
-    """An ``AsyncClient`` of ``module`` (httpx by default), for use on an asyncio loop,
-    serving the addresses ``resolve`` knows in process; ``kwargs`` go to the client."""
-    module = _module(module)
+    """An ``AsyncClient`` of ``module`` (``default_module()`` if None), for use on an asyncio
+    loop, serving the addresses ``resolve`` knows in process; ``kwargs`` go to the client."""
+    module = module or default_module()
     transport = _flavour(module).async_transport(module, resolve, loop)
     return module.AsyncClient(transport=transport, **kwargs)

@@ -19,7 +19,7 @@ from replay_engine.engine import ReplayEngine
 from replay_engine.engine import events as ev
 from replay_engine.server.frontdoor import internal_error_body
 from replay_engine.testing.servers import ServerPool
-from replay_engine.testing.transport import async_http_client, http_client
+from replay_engine.testing.transport import async_http_client, default_module, http_client
 from tests.conftest import SAMPLES
 
 ANSWER = "The workspace has README.md and src. Hello!"
@@ -140,14 +140,26 @@ def test_the_async_sdk_replays_both_calls(pool: ServerPool, stream: bool) -> Non
     assert outcomes(pool, "basic-chat", "async") == ["finished", "finished"]
 
 
-def test_httpx2_clients_are_served_too(pool: ServerPool) -> None:
-    httpx2 = pytest.importorskip("httpx2")
-    client = openai.OpenAI(base_url=base(pool, "basic-chat", "h2"), api_key="k", max_retries=0,
-                           http_client=http_client(pool.app_at, lambda: pool.loop.loop, httpx2))
+@pytest.mark.parametrize("name", ["httpx", "httpx2"])
+def test_clients_of_either_httpx_are_served(pool: ServerPool, name: str) -> None:
+    module = pytest.importorskip(name)
+    http = http_client(pool.app_at, lambda: pool.loop.loop, module)
+    assert isinstance(http, module.Client)
+    client = openai.OpenAI(base_url=base(pool, "basic-chat", name), api_key="k", max_retries=0,
+                           http_client=http)
     for question in QUESTIONS:
         chunks = client.chat.completions.create(model="m", stream=True, messages=ask(question))
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == ANSWER
+
+
+def test_the_default_client_is_httpx2_where_installed() -> None:
+    try:
+        import httpx2
+    except ImportError:
+        assert default_module() is httpx
+    else:
+        assert default_module() is httpx2
 
 
 def test_a_scripted_throw_reaches_the_sdk(pool: ServerPool) -> None:
@@ -236,7 +248,8 @@ def test_an_app_failure_is_a_500_or_a_broken_answer_as_over_a_socket(pool: Serve
     with http_client(lambda host, port: fails_mid_body, lambda: loop.loop) as client:
         with client.stream("GET", "http://127.0.0.1:1/anything") as streamed:
             assert streamed.status_code == 200
-            with pytest.raises(httpx.RemoteProtocolError, match="ended the answer early"):
+            with pytest.raises(default_module().RemoteProtocolError,
+                               match="ended the answer early"):
                 streamed.read()
 
 

@@ -164,7 +164,7 @@ class ServerPool:
 
     def app_at(self, host: str, port: int) -> ASGIApp | None:
         """The app of the replay server listening on ``host``:``port`` (None: none of ours)."""
-        for server in self._servers.values():
+        for server in list(self._servers.values()):  # a client may ask from any thread
             if server.port == port and server.host == host:
                 return server.app
         return None

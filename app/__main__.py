@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay_engine import (
+    DEFAULT_RUN,
     EXIT_FAILED,
     ReplayError,
     VersionAction,
     add_serve_arguments,
+    atomic_write,
+    parse_breakpoint,
+    run_verdict,
     serve_options,
 )
 
@@ -41,6 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario directory (holds session.jsonl; with --record, "
                    "where the recording goes)")
     add_serve_arguments(p)
+    p.add_argument("--mode", choices=("run", "call", "chunk"), default="run",
+                   help="start held: call pauses every call before its first chunk, chunk before "
+                   "every chunk (step with the debugger's keys); run (the default) serves freely")
+    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SCRIPT:CALL",
+                   type=_breakpoint, help="start with a breakpoint on that call, numbered from 0 "
+                   "as the scripts pane shows (0:0 is the primary's first call); repeatable")
+    p.add_argument("--verdict-file", default=None, metavar="FILE",
+                   help="on quit, also write the default run's verdict as JSON to FILE "
+                   "(atomically): its problems, SPEC 5's unconsumed ones apart, and its journal; "
+                   "pytest --dsh-replay-debug reads it")
     p.add_argument("--record", action="store_true",
                    help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
                    "dsh-replay record does), show them as they are recorded, and on s load the "
@@ -49,8 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --record: the provider's base URL, e.g. https://api.deepseek.com")
     p.add_argument("--force", action="store_true",
                    help="with --record: record into a directory that already holds a scenario, "
-                   "keeping its files as .bak")
+                   "keeping its files as .bak.N")
     return p
+
+
+def _breakpoint(text: str) -> tuple[int, int]:
+    try:
+        return parse_breakpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def options_from_args(args: argparse.Namespace) -> AppOptions:
@@ -75,6 +97,8 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
         strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
+        mode=args.mode, breaks=tuple(args.breaks),
+        wire=serve.wire,
     )
 
 
@@ -96,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = app.run()
     if verdict:
         print(verdict)
+    if args.verdict_file:
+        document = run_verdict(app.engine, DEFAULT_RUN)
+        atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
     return app.return_code or 0
 
 

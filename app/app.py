@@ -25,12 +25,14 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     atomic_write,
+    cannot_listen,
     loopback_warning,
 )
 
 from . import keymap
 from .editor_guard import EditorGuard
-from .headless.loading import UNFINISHED_CODE, ScenarioLoader
+from .external_editor import OpenInEditorKey
+from .headless.loading import EDITOR_FIXES, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
 from .record_mode import RecordMode
@@ -50,7 +52,7 @@ __all__ = ["AppOptions", "ReplayApp"]
 DemoAgent = Callable[..., Awaitable[Any]]
 
 
-class ReplayApp(App[str]):
+class ReplayApp(OpenInEditorKey, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -225,17 +227,18 @@ class ReplayApp(App[str]):
                 port=self.options.port if port is None else port,
                 providers=self.options.providers, scenario=lambda: self.state.scenario,
                 reload=self.loader.reload_from_api, sdk_retries=self.options.sdk_retries,
-                allow_hosts=self.options.allow_hosts,
+                allow_hosts=self.options.allow_hosts, wire=self.options.wire,
             )
             self.state.url = await self.server.start()
         except (OSError, ReplayError) as exc:
             self.server = None
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             where = f"{self.options.host}:{self.options.port}"
-            self.state.serve_error = f"cannot listen on {where} ({reason})"
+            error = cannot_listen(self.options.host, self.options.port, exc) \
+                if isinstance(exc, OSError) else exc
+            self.state.serve_error = error.message
             self.banner.show_error(
-                f"Cannot serve on {where} — nothing is served; quitting exits 4",
-                f"{exc}. Pick another port with --port (0 picks a free one).", source="serve")
+                f"Cannot serve on {where} — nothing is served; quitting exits 4", error.message,
+                source="serve")
             self.live_pane.log_event(f"not serving: {self.state.serve_error}")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
@@ -393,7 +396,7 @@ class ReplayApp(App[str]):
         """Edit the override sidecar at the selected primary call, or decide the unfinished call
         of a scenario that does not load."""
         error, scenario = self.load_error, self.scenario
-        if scenario is None or (error is not None and error.code == UNFINISHED_CODE):
+        if scenario is None or (error is not None and error.code in EDITOR_FIXES):
             if not self.options.scenario.is_dir():
                 self.notify("The scenario is not a directory; edit its sidecar file by hand.",
                             severity="error")
@@ -439,12 +442,10 @@ class ReplayApp(App[str]):
         if self.guard.asking_quit:
             return
         self.guard.asking_quit = True
-        name = editor.draft.path.name if editor.draft is not None else "the override"
 
         def answered(discard: bool | None) -> None:
             self.guard.asking_quit = False
             if discard:
                 self.run_worker(self.quit_with_verdict(), group="quit")
 
-        self.push_screen(ConfirmDiscardScreen(name, question=f"Quit and discard unsaved changes "
-                                                             f"to {name}?"), answered)
+        self.push_screen(ConfirmDiscardScreen(editor.sidecar_name, quitting=True), answered)

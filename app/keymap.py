@@ -125,6 +125,9 @@ APP_KEYS: tuple[Key, ...] = (
         "Responses or Google Gemini), each through its official SDK.", "Scenario"),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario"),
+    Key("E", "open_in_editor", "Open in $EDITOR", "Open replay.override.json in $VISUAL or $EDITOR, "
+        "then reload; after a load error, the file at the line it names (in the event log, the "
+        "file and line the selected line names).", "Scenario"),
     Key("s", "stop_recording", "Stop recording", "Record mode (--record --upstream URL): stop "
         "recording, finish the logs and load the directory as a scenario ready to replay (q while "
         "recording finishes the logs and quits).", "Scenario"),
@@ -137,18 +140,37 @@ APP_KEYS: tuple[Key, ...] = (
 """Keys of the app (they work on the main screen; the palette lists them too)."""
 
 EDITOR_KEYS: tuple[Key, ...] = (
-    Key("ctrl+s", "save", "Save", "Validate and save replay.override.json (never writes an invalid "
-        "document).", "Override editor", display="^s", footer=True),
+    Key("ctrl+s", "save", "Save", "Save replay.override.json as the editor shows it (never writes an "
+        "invalid document; a broken sidecar saves once it has no problem left), then reload.",
+        "Override editor", display="^s", footer=True),
     Key("escape", "close", "Close", "Close the editor (asks first when there are unsaved changes).",
         "Override editor", display="Esc", footer=True),
-    Key("f1", "help", "Help", "Show the editor's keys.", "Override editor", display="F1",
-        footer=True),
+    Key("f1", "help", "Help", "Show the editor's keys and what each kind does.", "Override editor",
+        display="F1", footer=True),
     Key("tab", "focus_next", "Next field", "Move to the next field or button.", "Override editor",
         display="Tab", palette=False, bound=False),
 )
 """Keys of the override editor (its footer shows them; typing goes to the fields)."""
 
-TABLE: tuple[Key, ...] = LIST_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS + EDITOR_KEYS
+EDITOR_KIND_KEYS: tuple[Key, ...] = (
+    Key("c", "kind('chunks')", "Chunks", "On the kind switch: the call streams its chunks (edit them "
+        "in the entry JSON; switching back restores the recorded ones).", "Override editor",
+        footer=True, palette=False),
+    Key("t", "kind('throw')", "Throw", "On the kind switch: the call streams the first N recorded "
+        "chunks, then fails with the code and message.", "Override editor", footer=True,
+        palette=False),
+    Key("h", "kind('hang')", "Hang", "On the kind switch: the call waits until cancelled (x in the "
+        "debugger), creating its readyFile once it waits.", "Override editor", footer=True,
+        palette=False),
+    Key("left", "step(-1)", "Previous kind", "On the kind switch: select the previous kind.",
+        "Override editor", display="←", palette=False),
+    Key("right", "step(1)", "Next kind", "On the kind switch: select the next kind.",
+        "Override editor", display="→", palette=False),
+)
+"""Keys of the editor's kind switch (bound on the switch itself, so typing elsewhere is text)."""
+
+TABLE: tuple[Key, ...] = (LIST_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS + EDITOR_KEYS
+                          + EDITOR_KIND_KEYS)
 
 
 BindingList = list[Binding | tuple[str, str] | tuple[str, str, str]]

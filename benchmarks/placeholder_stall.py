@@ -135,7 +135,7 @@ def main() -> None:
 
 
 def _default() -> tuple[int, int]:
-    from replay_engine.engine.core import PLACEHOLDER_WORKERS
+    from replay_engine.engine.resolving import PLACEHOLDER_WORKERS
 
     return PLACEHOLDER_WORKERS, 1
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from replay_engine import ChunksEntry, ReplayEngine, ScriptEntry, SessionScript  # noqa: E402
 from replay_engine.server import ReplayServer  # noqa: E402
-from replay_engine.wire.openai_chat import StreamEncoder  # noqa: E402
+from replay_engine.wire.openai_chat import ChatStreamEncoder  # noqa: E402
 
 YIELD_EVERY = 64
 
@@ -58,7 +58,7 @@ async def _trivial_endpoint(reader: asyncio.StreamReader, writer: asyncio.Stream
     path = line.split()[1]
     count = int(path.rsplit(b"/", 1)[-1])
     drain_each = path.startswith(b"/drain/")
-    event = StreamEncoder("bench").encode({"type": "text-delta", "index": 0,
+    event = ChatStreamEncoder("bench").encode({"type": "text-delta", "index": 0,
                                            "text": "single token 123 "})
     assert event is not None
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")

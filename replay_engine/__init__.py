@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         SavedSidecar,
         parse_entry_text,
     )
+    from .authoring.raw import RawSidecar, open_raw_sidecar
     from .authoring.unfinished import open_draft
     from .cli.serve_options import ServeOptions, add_serve_arguments, serve_options
     from .cli.version import VersionAction, package_version
@@ -41,8 +42,10 @@ if TYPE_CHECKING:
         Pace,
         ReplayEngine,
         RunState,
+        StepMode,
         diff_scripts,
         events,
+        parse_breakpoint,
     )
     from .engine.placeholders import resolve_scripted_entry
     from .errors import (
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
         CannotListenError,
         ConfigError,
         DerivationError,
+        EntryProblem,
         InputError,
         LogParseError,
         NotConsumedError,
@@ -87,12 +91,13 @@ if TYPE_CHECKING:
         EXIT_NOT_SERVING,
         EXIT_OK,
         EXIT_USAGE,
+        run_verdict,
         summarize_entry,
         verdict,
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
-    from .record.cli import recording_summary
+    from .record.summary import recording_summary
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -116,9 +121,10 @@ if TYPE_CHECKING:
         validate_sidecar,
     )
     from .server import ReplayServer, is_loopback
-    from .server.listen import host_arg, loopback_warning, port_arg
-    from .statuscodes import throw_code_warning
+    from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
+    from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
+    from .wire.dialect import WireOptions
 
 _LAZY: dict[str, str] = {
     "EntryComparison": "authoring.draft",
@@ -127,6 +133,8 @@ _LAZY: dict[str, str] = {
     "SavedSidecar": "authoring.draft",
     "parse_entry_text": "authoring.draft",
     "open_draft": "authoring.unfinished",
+    "RawSidecar": "authoring.raw",
+    "open_raw_sidecar": "authoring.raw",
     "load_serve_config": "scenario.config",
     "derive_replay_script": "scenario.derive",
     "js_string": "scenario.derive",
@@ -149,10 +157,13 @@ _LAZY: dict[str, str] = {
     "Pace": "engine",
     "ReplayEngine": "engine",
     "RunState": "engine",
+    "StepMode": "engine",
+    "parse_breakpoint": "engine",
     "diff_scripts": "engine",
     "events": "engine",
     "UNFINISHED_CALL": "errors",
     "AbortedError": "errors",
+    "EntryProblem": "errors",
     "BindingError": "errors",
     "ConfigError": "errors",
     "DerivationError": "errors",
@@ -165,6 +176,8 @@ _LAZY: dict[str, str] = {
     "ScriptedFailure": "errors",
     "ScenarioNotLoadedError": "errors",
     "throw_code_warning": "statuscodes",
+    "STATUS_BY_CODE": "statuscodes",
+    "known_throw_codes": "statuscodes",
     "CannotListenError": "errors",
     "ScriptExhaustedError": "errors",
     "SidecarError": "errors",
@@ -194,6 +207,7 @@ _LAZY: dict[str, str] = {
     "EXIT_NOT_SERVING": "presentation",
     "EXIT_OK": "presentation",
     "EXIT_USAGE": "presentation",
+    "run_verdict": "presentation",
     "summarize_entry": "presentation",
     "verdict": "presentation",
     "verdict_text": "presentation",
@@ -214,6 +228,7 @@ _LAZY: dict[str, str] = {
     "is_loopback": "server",
     "host_arg": "server.listen",
     "loopback_warning": "server.listen",
+    "cannot_listen": "server.listen",
     "printable": "safe_text",
     "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
@@ -222,10 +237,11 @@ _LAZY: dict[str, str] = {
     "Recording": "record",
     "check_upstream": "record",
     "record_scenario": "record",
-    "recording_summary": "record.cli",
+    "recording_summary": "record.summary",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
+    "WireOptions": "wire.dialect",
     "add_serve_arguments": "cli.serve_options",
     "serve_options": "cli.serve_options",
 }
@@ -274,6 +290,7 @@ __all__ = [
     "DerivationError",
     "DiffRow",
     "EntryComparison",
+    "EntryProblem",
     "EntryTextError",
     "HangEntry",
     "InputError",
@@ -293,7 +310,9 @@ __all__ = [
     "ReplayError",
     "ReplayServer",
     "RunState",
+    "RawSidecar",
     "SavedSidecar",
+    "StepMode",
     "Scenario",
     "ScenarioNotFoundError",
     "ScriptEntry",
@@ -309,6 +328,7 @@ __all__ = [
     "UnrecordedSessionError",
     "ServeOptions",
     "VersionAction",
+    "WireOptions",
     "atomic_write",
     "content_text",
     "context_range",
@@ -318,11 +338,13 @@ __all__ = [
     "diff_scripts",
     "entry_to_json",
     "events",
+    "parse_breakpoint",
     "fingerprint",
     "is_loopback",
     "add_serve_arguments",
     "host_arg",
     "loopback_warning",
+    "cannot_listen",
     "serve_options",
     "printable",
     "port_arg",
@@ -336,6 +358,7 @@ __all__ = [
     "load_session_scripts",
     "load_sidecar",
     "open_draft",
+    "open_raw_sidecar",
     "package_version",
     "parse_entry_text",
     "parse_session_header",
@@ -345,6 +368,8 @@ __all__ = [
     "recorded_context",
     "resolve_scripted_entry",
     "throw_code_warning",
+    "STATUS_BY_CODE",
+    "known_throw_codes",
     "run_demo_agent",
     "DEMO_DIALECTS",
     "CallReport",
@@ -355,6 +380,7 @@ __all__ = [
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",
+    "run_verdict",
     "verdict",
     "verdict_text",
 ]

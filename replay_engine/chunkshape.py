@@ -5,7 +5,7 @@ Logs and sidecars share it: what loads must serve on every route.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .jsonnumbers import json_kind
 
@@ -38,3 +38,14 @@ def chunk_shape_problem(chunk: Any) -> str | None:
     if field not in chunk or type(value) is want or (nullable and value is None):
         return None
     return f"the {kind} chunk's {field} is {json_kind(value)}, not {_KINDS[want]}"
+
+
+def is_error_finish(reason: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a recorded finish reason is an error finish (the call failed after its prefix)."""
+    return isinstance(reason, dict) and reason.get("kind") == "error"
+
+
+def ends_in_error_finish(chunks: list[dict[str, Any]]) -> bool:
+    """Whether a recorded call's last chunk is an error finish: a scripted failure, like a throw."""
+    last = chunks[-1] if chunks else None
+    return isinstance(last, dict) and last.get("type") == "finish" and is_error_finish(last.get("reason"))

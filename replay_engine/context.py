@@ -15,6 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from .chunkshape import ends_in_error_finish
 from .models import ChunksEntry, ScriptEntry, SessionScript
 
 CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
@@ -51,15 +52,16 @@ class ContextItem:
 
 
 def _answered(item: ScriptEntry) -> bool:
-    """Whether a recorded call gave the agent an answer (an assistant turn it builds on)."""
-    return isinstance(item.entry, ChunksEntry)
+    """Whether a recorded call gave the agent an answer (an assistant turn it builds on): an
+    error finish fails on every wire as a throw does, so the agent retries with what it sent."""
+    return isinstance(item.entry, ChunksEntry) and not ends_in_error_finish(item.entry.chunks)
 
 
 def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | None:
     """The log lines holding what call ``call_index`` answered (None for sidecar entries).
 
     They run from the last call before it that was answered (a recorded failure or a hang
-    gave the agent nothing, so its retry still carries the same messages) to the call.
+    (an error finish too) gave the agent nothing, so its retry still carries the same messages) to the call.
     ``call_index`` at or past the end of the script names the lines after its last
     derived call: what the recording holds where a live session asked for one call more.
     """
@@ -318,7 +320,8 @@ def function_response_text(response: Any) -> str:
 
 
 def _gemini_new_parts(contents: Any) -> list[ContextItem]:
-    """Gemini API: the user turns' text parts and their ``functionResponse`` parts, in order."""
+    """Gemini API: the user turns' text parts and their ``functionResponse`` parts, in order,
+    each result with the id of the call it answers (``functionResponse.id``)."""
     if isinstance(contents, str):
         return [ContextItem("user", contents)]
     if not isinstance(contents, list):
@@ -333,7 +336,9 @@ def _gemini_new_parts(contents: Any) -> list[ContextItem]:
                 if texts:
                     out.append(ContextItem("user", "\n".join(texts)))
                     texts = []
-                out.append(ContextItem("tool", function_response_text(answer.get("response"))))
+                call_id = answer.get("id")
+                out.append(ContextItem("tool", function_response_text(answer.get("response")),
+                                       call_id if isinstance(call_id, str) else None))
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         if texts:

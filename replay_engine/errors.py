@@ -85,6 +85,9 @@ RECORDING_LOCKED = "RECORDING_LOCKED"
 RECORD_WRITE = "RECORD_WRITE"
 """InputError: the recorder could not write its logs (disk full, permissions); it stopped."""
 
+SCRUB = "SCRUB"
+"""ConfigError: scrub rules that cannot be read, or a scrub hook that failed on a call."""
+
 UNRECORDED_SESSION = "UNRECORDED_SESSION"
 SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
 BINDING_CODES = frozenset({UNRECORDED_SESSION, SCRIPT_EXHAUSTED})
@@ -209,6 +212,9 @@ class ScenarioNotFoundError(InputError):
 
 class BindingError(ReplayError):
     """A live model call could not be matched to a recorded script."""
+
+    script_index: int | None = None
+    """The script the session is bound to (an exhausted script; None: no script)."""
 
 
 class UnrecordedSessionError(BindingError):

@@ -92,3 +92,12 @@ def verdict_text(problems: list[str], scripts: int) -> str:
     if not problems:
         return f"assert-consumed: ok — all {scripts} recorded script(s) fully consumed"
     return "assert-consumed: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
+
+
+def run_verdict(engine: ReplayEngine, run: str) -> dict[str, Any]:
+    """One run's verdict as JSON: every problem, SPEC 5's ``unconsumed`` ones apart, and the
+    journal (what ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin
+    reads once the debugger let go)."""
+    return {"run": run, "problems": engine.verdict_problems(run),
+            "unconsumed": engine.consumed_problems(run),
+            "journal": [record.to_json() for record in engine.journal(run)]}

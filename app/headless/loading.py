@@ -16,6 +16,7 @@ from replay_engine import (
     InputError,
     ReplayError,
     Scenario,
+    SidecarError,
     fingerprint,
     load_scenario,
 )
@@ -24,7 +25,10 @@ from .reload import describe_changes, wait_for_directory, watch_scenario
 from .state import DebugState
 
 UNFINISHED_CODE = UNFINISHED_CALL
-"""The load error the editor can fix: a primary call that never finished while recorded."""
+"""The load error the editor's form can fix: a primary call that never finished while recorded."""
+EDITOR_FIXES = (UNFINISHED_CODE, SidecarError.code)
+"""Load errors ``o`` opens the editor for whatever is selected: an unfinished call (the form) and
+a sidecar that does not load (as text, beside its problems)."""
 
 
 class EventLogView(Protocol):
@@ -172,6 +176,8 @@ class ScenarioLoader:
                  else "Reload failed — still serving the last good scripts")
         if error.code == UNFINISHED_CODE:
             title += " — press o to decide the call"
+        elif error.code == SidecarError.code:
+            title += " — press o to fix the sidecar (E opens it in $EDITOR)"
         else:
             title += " — fix it, then press l to reload"
         self.view.show_load_error(title, error)

@@ -15,6 +15,8 @@ from replay_engine import (
     ReplayEngine,
     ReplayError,
     Scenario,
+    StepMode,
+    WireOptions,
 )
 
 
@@ -46,9 +48,16 @@ class AppOptions:
     """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
     and serve what was recorded."""
     force: bool = False
-    """Record mode: record into a directory that already holds a scenario (kept as .bak)."""
+    """Record mode: record into a directory that already holds a scenario (kept as .bak.N)."""
     allow_hosts: tuple[str, ...] = ()
     """Host / Origin names served besides loopback and the listening address."""
+    mode: StepMode = "run"
+    """The step mode the default run starts in (``--mode``): ``call`` holds every call before
+    its first chunk, ``chunk`` every chunk, so nothing is served before a key is pressed."""
+    breaks: tuple[tuple[int, int], ...] = ()
+    """Breakpoints (script, call) of the default run from the start (``--break``)."""
+    wire: WireOptions = field(default_factory=WireOptions)
+    """``--chat-error-finish`` and ``--responses-reasoning``."""
 
 
 @dataclass(slots=True)
@@ -70,6 +79,15 @@ class DebugState:
     """Live already said where readyFiles go."""
     run_chosen: bool = False
     """The user picked the run to follow; until then the screen follows the first run that binds."""
+
+    def __post_init__(self) -> None:
+        """Start the default run (the one bare URLs and pytest's --dsh-replay-debug use) as
+        asked: held from its first call, before any scenario is served."""
+        if self.options.mode != "run":
+            self.engine.set_mode(self.options.mode)
+        for script, call in self.options.breaks:
+            if (script, call) not in self.engine.breakpoints:
+                self.engine.toggle_breakpoint(script, call)
 
     def runs(self) -> list[str]:
         """The runs the screen can follow: the default run, every run that bound a session, and

@@ -48,10 +48,11 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", key_display="Esc")]
 
-    def __init__(self, over: Screen[object], keys: tuple[Key, ...], note: str = SEARCH_NOTE) -> None:
+    def __init__(self, over: Screen[object], keys: tuple[Key, ...], note: str | None = None) -> None:
         super().__init__()
         self.sections = help_rows(over, keys)
-        self.note = note
+        self.note: str = note if note is not None else getattr(over, "HELP_NOTE", SEARCH_NOTE)
+        """Below the keys: the screen's own ``HELP_NOTE`` (the main screen's search syntax)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help") as box:
@@ -64,7 +65,8 @@ class HelpScreen(ModalScreen[None]):
 
     def _table(self) -> Table:
         table = Table(box=None, show_header=False, expand=True, padding=(0, 1))
-        table.add_column("key", style="bold cyan", no_wrap=True, width=14)
+        width = max([14, *(len(area) for area, _ in self.sections)])  # area names are not cut
+        table.add_column("key", style="bold cyan", no_wrap=True, width=width)
         table.add_column("action", ratio=1)
         for area, rows in self.sections:
             table.add_row(Text(area, style="bold underline"), "")

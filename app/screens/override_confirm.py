@@ -26,10 +26,11 @@ class ConfirmDiscardScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Keep editing"),
     ]
 
-    def __init__(self, what: str, *, question: str | None = None) -> None:
+    def __init__(self, what: str, *, quitting: bool = False) -> None:
         super().__init__()
         self.what = what
-        self.question = question or f"Discard unsaved changes to {what}?"
+        self.question = (f"Quit and discard unsaved changes to {what}?" if quitting
+                         else f"Discard unsaved changes to {what}?")
 
     def compose(self) -> ComposeResult:
         with Vertical():

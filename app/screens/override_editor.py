@@ -2,9 +2,10 @@
 
 Pushed over the debugger with ``o`` on a selected primary call, or with
 :meth:`OverrideEditorScreen.for_directory` on a scenario that does not load because a
-primary call never finished (it then opens on the first such call). Dismisses True
-once it saved (``saved`` then says exactly what was written, so the app's file
-watcher can recognise its own write), False when closed without saving.
+primary call never finished (it then opens on the first such call). A sidecar that does not
+load opens as text beside its problems (:class:`RawSidecarPane`). Dismisses True once it
+saved (``saved`` then says exactly what was written, so the app's file watcher can recognise
+its own write), False when closed without saving.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static, TextArea
+from textual.widgets import Button, Footer, Input, Static, TextArea
 
 from replay_engine import (
-    AnyEntry,
-    EntryTextError,
+    EntryProblem,
     InputError,
     OverrideDraft,
     Rename,
@@ -29,51 +29,27 @@ from replay_engine import (
     SavedSidecar,
     Scenario,
     SidecarError,
-    entry_to_json,
     open_draft,
-    parse_entry_text,
+    open_raw_sidecar,
 )
 
 from ..headless import override_edits as edits
-from ..headless.override_edits import CHILD_NOTE, EditOutcome, entry_text, first_problem
-from ..keymap import EDITOR_KEYS, bindings
+from ..headless.override_edits import CHILD_NOTE, EDITOR_HELP, RAW_HELP, EditOutcome
+from ..keymap import EDITOR_KEYS, EDITOR_KIND_KEYS, bindings
+from ..widgets.kind_toggle import KindToggle
+from ..widgets.override_form import OverrideForm
 from ..widgets.override_preview import OverridePreview
+from ..widgets.raw_sidecar import RawSidecarPane
 from .override_confirm import ConfirmDiscardScreen
+from .override_editor_css import EDITOR_CSS
 
 
 class OverrideEditorScreen(ModalScreen[bool]):
-    """Throw here, hang here, edit the entry JSON, append, remove, preview and save."""
+    """A kind switch and its fields, the entry JSON, append, remove, the preview and save."""
 
-    DEFAULT_CSS = """
-    OverrideEditorScreen { align: center middle; }
-    #oe-root { width: 100%; height: 1fr; border: thick $primary; background: $surface; }
-    #oe-title { height: auto; max-height: 3; padding: 0 1; background: $panel; }
-    #oe-body { height: 1fr; }
-    #oe-form { width: 2fr; min-width: 40; padding: 0 1; }
-    #oe-preview { width: 3fr; }
-    .oe-row { height: auto; }
-    .oe-row Input { width: 1fr; }
-    .oe-head { margin-top: 1; text-style: bold; width: 100%; height: auto; }
-    #oe-index, #oe-prefix { width: 8; }
-    #oe-json { height: 1fr; min-height: 6; }
-    #oe-json-status { height: auto; max-height: 4; }
-    #oe-json-status.invalid { color: $error; }
-    #oe-status { height: auto; max-height: 5; padding: 0 1; }
-    #oe-status.error { color: $error; text-style: bold; }
-    #oe-actions { height: auto; padding: 0 1; }
-    #oe-actions Button, .oe-row Button { margin-left: 1; }
-    Label { width: auto; margin-right: 1; }
-    #oe-form Input { background: $boost; }
-    /* Narrow or short terminals: the form scrolls, the preview goes below it, labels wrap. */
-    OverrideEditorScreen.-narrow #oe-body { layout: vertical; }
-    OverrideEditorScreen.-narrow #oe-form { width: 100%; height: 3fr; min-width: 0; }
-    OverrideEditorScreen.-narrow #oe-preview { width: 100%; height: 2fr; min-height: 6; }
-    OverrideEditorScreen.-narrow .oe-head { margin-top: 0; }
-    OverrideEditorScreen.-narrow #oe-json { height: 8; }
-    """
-
+    DEFAULT_CSS = EDITOR_CSS
     BINDINGS = bindings(EDITOR_KEYS)
-    HELP_KEYS = EDITOR_KEYS
+    HELP_KEYS = EDITOR_KEYS + EDITOR_KIND_KEYS
     """What the help screen and the palette list over the editor."""
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
 
@@ -93,18 +69,20 @@ class OverrideEditorScreen(ModalScreen[bool]):
         self.scenario = scenario
         self.directory = directory
         self.index = call_index if call_index is not None else 0
+        self._opened_at = self.index
         self._pick_first_undecided = call_index is None
         self.served_prefix = served_prefix
         scripts = scenario.scripts if scenario is not None else []
         self.is_child = scenario is not None and not (
             0 <= script_index < len(scripts) and scripts[script_index].primary)
         self.draft: OverrideDraft | None = None
+        self.raw: RawSidecarPane | None = None
+        """The sidecar as text, when it does not load (the form is not shown then)."""
         self.saved: SavedSidecar | None = None
         """What the last save wrote (None until it saved)."""
         self.ready = asyncio.Event()
         """Set once the draft is loaded (or failed to load) and the panes show it."""
         self._rename = rename
-        self._json_error: EntryTextError | None = None
         self._saving = False
 
     @classmethod
@@ -124,6 +102,23 @@ class OverrideEditorScreen(ModalScreen[bool]):
             raise InputError(f"{exc.filename or self.directory}: cannot read the scenario "
                              f"({exc.strerror or exc}).", file=str(self.directory)) from None
 
+    @property
+    def HELP_NOTE(self) -> str:  # noqa: N802 - the name the help screen reads
+        """The note under the keys in the help (F1): what the kinds do, or how raw mode works."""
+        return RAW_HELP if self.raw is not None else EDITOR_HELP
+
+    @property
+    def form(self) -> OverrideForm:
+        """The kind switch, its fields and the entry JSON of the call edited."""
+        return self.query_one(OverrideForm)
+
+    @property
+    def sidecar_name(self) -> str:
+        """The file this editor writes, as the quit question names it."""
+        if self.draft is not None:
+            return self.draft.path.name
+        return self.raw.raw.path.name if self.raw is not None else "the override"
+
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -133,81 +128,83 @@ class OverrideEditorScreen(ModalScreen[bool]):
                 yield Static(CHILD_NOTE, id="oe-child")
             else:
                 with Horizontal(id="oe-body"):
-                    with VerticalScroll(id="oe-form"):
-                        with Horizontal(classes="oe-row"):
-                            yield Label("call #")
-                            yield Input(str(self.index), type="integer", id="oe-index", compact=True)
-                        yield Label("Throw here", classes="oe-head")
-                        yield Input(placeholder="message", id="oe-message", compact=True)
-                        yield Input(placeholder="code (AUTH, RATE_LIMIT, SERVER, HTTP_503…)",
-                                    id="oe-code", compact=True)
-                        with Horizontal(classes="oe-row"):
-                            yield Label("keep first")
-                            yield Input(str(self.served_prefix or 0), type="integer",
-                                        id="oe-prefix", compact=True)
-                            yield Label("recorded chunk(s)")
-                            yield Button("Throw here", id="oe-throw", compact=True)
-                        yield Label("Hang here", classes="oe-head")
-                        with Horizontal(classes="oe-row"):
-                            yield Input(placeholder="readyFile (optional)", id="oe-ready", compact=True)
-                            yield Button("Hang here", id="oe-hang", compact=True)
-                        with Horizontal(classes="oe-row"):
-                            yield Button("Append call", id="oe-append", compact=True)
-                            yield Button("Remove patch", id="oe-remove", compact=True)
-                        yield Label("Entry JSON (a chunk list or a whole entry), checked as you "
-                                    "type", classes="oe-head")
-                        yield TextArea(id="oe-json", soft_wrap=False)
-                        yield Static(id="oe-json-status")
+                    yield OverrideForm(self.index, id="oe-form")
                     yield OverridePreview(id="oe-preview")
             yield Static(id="oe-status")
             with Horizontal(id="oe-actions"):
                 if not self.is_child:
-                    yield Button("Save (ctrl+s)", variant="primary", id="oe-save", compact=True)
-                yield Button("Close (esc)", id="oe-close", compact=True)
+                    yield Button("Save ^s", variant="primary", id="oe-save", compact=True)
+                yield Button("Close Esc", id="oe-close", compact=True)
         yield Footer(compact=True)
 
     async def on_mount(self) -> None:
         if self.is_child:
             self._set_title("Override editor")
+            self.query_one("#oe-close", Button).focus()
             self.ready.set()
             return
         try:
             self.draft = await asyncio.to_thread(self._open_draft)
+        except SidecarError as exc:
+            await self._open_raw(exc)
+            self.ready.set()
+            return
         except ReplayError as exc:
-            self._set_title("Override editor — the sidecar cannot be edited")
-            self._say(exc.message, error=True)
-            self.query_one("#oe-body").display = False
-            self.query_one("#oe-save", Button).disabled = True
+            self._cannot_edit(exc)
             self.ready.set()
             return
         length = len(self.draft.effective())
         undecided = sorted(self.draft.undecided)
         if self._pick_first_undecided and undecided:
-            self.index = undecided[0]
+            self.index = self._opened_at = undecided[0]
         self._select(min(max(self.index, 0), max(length - 1, 0)))
         if undecided:
-            self._say(self._undecided_note(), error=True)
+            self._say(edits.undecided_note(self.draft), error=True)
         elif self.draft.form == "list":
             self._say("This sidecar is a bare list that replaces the primary script; edits apply "
                       "to its entries and Remove deletes an entry.")
+        else:
+            self._say("")
+        self.form.query_one(KindToggle).focus()
         self.ready.set()
+
+    def _cannot_edit(self, error: ReplayError) -> None:
+        self._set_title("Override editor — the sidecar cannot be edited")
+        self._say(error.message, error=True)
+        self.query_one("#oe-body").display = False
+        self.query_one("#oe-save", Button).disabled = True
+        self.query_one("#oe-close", Button).focus()
+
+    async def _open_raw(self, error: SidecarError) -> None:
+        """Show the sidecar as text beside its problems (it does not load as it is)."""
+        source = self.scenario if self.scenario is not None else self.directory
+        assert source is not None
+        try:
+            raw = await asyncio.to_thread(open_raw_sidecar, source)
+            problems = await asyncio.to_thread(raw.problems, raw.text)
+        except ReplayError:
+            problems = []
+        if not problems:  # the sidecar itself is fine: something else stops the editor
+            self._cannot_edit(error)
+            return
+        self.raw = RawSidecarPane(raw, problems, id="oe-raw")
+        await self.query_one("#oe-body").remove()
+        await self.query_one("#oe-root", Vertical).mount(self.raw, before="#oe-status")
+        self._set_title(f"{raw.path} does not load: fix it as text — every problem is listed, "
+                        "^s saves once none is left")
+        self._say(raw.read_problem or "", error=raw.read_problem is not None)
+        self._raw_checked(problems)
+        self.raw.query_one(TextArea).focus()
 
     # -- state ----------------------------------------------------------------------------
 
     @property
     def has_unsaved_changes(self) -> bool:
-        """True when closing now would lose edits (draft changes or entry JSON not yet valid)."""
-        return self.draft is not None and (self.draft.dirty or self._json_error is not None)
-
-    def _undecided_note(self) -> str:
-        """What the user must do before saving a draft whose log has calls that never finished."""
-        assert self.draft is not None
-        undecided = self.draft.undecided
-        calls = ", ".join(f"#{i} ({e.call_key})" for i, e in sorted(undecided.items()))
-        return (f"Call(s) {calls} never finished while recorded, so the scenario cannot load "
-                "until each is decided: Throw here (keeps what was streamed by default), Hang "
-                "here, or give it chunks ending with a finish. The sidecar is saved as a bare "
-                "list: every other call as recorded.")
+        """True when closing now would lose edits (draft changes, a form or entry JSON not yet
+        valid, or a broken sidecar's text changed)."""
+        if self.raw is not None:
+            return self.raw.has_unsaved_changes
+        return self.draft is not None and (self.draft.dirty or self.form.error is not None)
 
     def _set_title(self, text: str) -> None:
         self.query_one("#oe-title", Static).update(Text(text, style="bold"))
@@ -216,81 +213,43 @@ class OverrideEditorScreen(ModalScreen[bool]):
         status = self.query_one("#oe-status", Static)
         status.update(Text(text))
         status.set_class(error, "error")
+        status.display = bool(text)
 
     def _refresh(self) -> None:
         draft = self.draft
         assert draft is not None
-        unsaved = " • unsaved changes" if self.has_unsaved_changes else ""
+        flags = " • unsaved changes" if self.has_unsaved_changes else ""
         undecided = draft.undecided
         if undecided:
-            unsaved += f" • {len(undecided)} unfinished call(s) to decide"
+            flags += f" • {len(undecided)} unfinished call(s) to decide"
             if self.index in undecided:
-                unsaved += " (this one never finished)"
-        self._set_title(f"Override call #{self.index} of the primary session — {draft.path} "
-                        f"({draft.form} form){unsaved}")
+                flags += " (this one never finished)"
+        wide = self.app.size.width >= self.HORIZONTAL_BREAKPOINTS[-1][0]
+        path = draft.path if wide else draft.path.name
+        self._set_title(f"Override call #{self.index} — {path} ({draft.form} form){flags}")
         self.query_one(OverridePreview).show(draft.compare(), self.index)
 
     def _select(self, index: int) -> None:
-        """Edit call ``index``: show its effective entry in the JSON pane."""
-        assert self.draft is not None
-        self.index = index
-        box = self.query_one("#oe-index", Input)
-        if box.value != str(index):
-            box.value = str(index)
-        self.query_one("#oe-json", TextArea).load_text(entry_text(self.draft.entry_at(index)))
-        if index in self.draft.undecided:
-            self.query_one("#oe-prefix", Input).value = str(self.draft.default_prefix(index))
-        self._json_status(None)
-        self._refresh()
-
-    def _json_status(self, error: EntryTextError | None) -> None:
-        self._json_error = error
-        status = self.query_one("#oe-json-status", Static)
-        status.set_class(error is not None, "invalid")
-        status.update(Text("✗ " + first_problem(error)) if error is not None
-                      else Text("✓ valid entry", style="green"))
-
-    def _apply_entry(self, entry: AnyEntry) -> bool:
-        """Serve ``entry`` at the selected call (typing the recorded entry back drops the patch);
-        False when the draft already serves exactly that."""
+        """Edit call ``index``: its kind, fields and entry JSON as the draft serves it."""
         draft = self.draft
         assert draft is not None
-        current = draft.entry_at(self.index)
-        if current is not None and entry_to_json(current) == entry_to_json(entry):
-            return False
-        derived = draft.derived
-        if (draft.form == "patches" and derived is not None and self.index < len(derived)
-                and entry_to_json(derived[self.index].entry) == entry_to_json(entry)):
-            draft.remove(self.index)
-        else:
-            draft.put(self.index, entry)
-        return True
+        self.index = index
+        served = self.served_prefix if index == self._opened_at and self.served_prefix else None
+        self.form.show_call(draft, index, served if served is not None else draft.default_prefix(index))
+        self._refresh()
 
     # -- events ---------------------------------------------------------------------------
 
-    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+    def on_override_form_changed(self, event: OverrideForm.Changed) -> None:
         event.stop()
         if self.draft is None:
             return
-        text = event.text_area.text
-        if not text.strip() and self.draft.entry_at(self.index) is None:
-            self._json_status(None)
-            return
-        was_valid = self._json_error is None
-        changed = False
-        try:
-            changed = self._apply_entry(parse_entry_text(text, "entry JSON"))
-        except EntryTextError as exc:
-            self._json_status(exc)
-        except SidecarError as exc:
-            self._say(first_problem(exc), error=True)
-        else:
-            self._json_status(None)
-        if changed or was_valid != (self._json_error is None):
-            self._refresh()  # the preview is redrawn only when something it shows changed
+        if event.said is not None:
+            self._say(event.said)
+        self._refresh()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id != "oe-index" or self.draft is None:
+        if self.draft is None or event.input.id != "oe-index":
             return
         event.stop()
         if event.value != event.input.value:
@@ -306,19 +265,23 @@ class OverrideEditorScreen(ModalScreen[bool]):
             self._say(f"call {index} does not exist: the effective script has {length} call(s) "
                       f"(0..{length - 1}); Append call adds one.", error=True)
             return
-        if self._json_error is not None:
-            self._say("Fix or revert the entry JSON before switching calls.", error=True)
+        if self.form.error is not None:
+            self._say(f"Fix or revert this call first ({self.form.error[1]}), then switch calls.",
+                      error=True)
             event.input.value = str(self.index)
             return
         self._say("")
         self._select(index)
 
+    def on_raw_sidecar_pane_checked(self, event: RawSidecarPane.Checked) -> None:
+        self._raw_checked(event.problems)
+
+    def _raw_checked(self, problems: list[EntryProblem]) -> None:
+        self.query_one("#oe-save", Button).disabled = bool(problems)
+
     async def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        handlers = {
-            "oe-throw": self._throw, "oe-hang": self._hang, "oe-append": self._append,
-            "oe-remove": self._remove,
-        }
+        handlers = {"oe-append": self._append, "oe-remove": self._remove}
         if event.button.id in handlers:
             handlers[event.button.id]()
         elif event.button.id == "oe-save":
@@ -326,19 +289,13 @@ class OverrideEditorScreen(ModalScreen[bool]):
         elif event.button.id == "oe-close":
             self.action_close()
 
-    def _guarded(self) -> OverrideDraft | None:
-        if self.draft is None:
-            return None
-        if self._json_error is not None:
-            self._say("Fix or revert the entry JSON first: " + first_problem(self._json_error),
-                      error=True)
-            return None
-        return self.draft
-
     def _run(self, edit: Callable[[OverrideDraft], EditOutcome]) -> None:
-        """Apply one edit command to the draft, then show the call it leaves selected."""
-        draft = self._guarded()
+        """Apply one button's edit to the draft, then show the call it leaves selected."""
+        draft = self.draft
         if draft is None:
+            return
+        if self.form.error is not None:
+            self._say(f"Fix or revert this call first: {self.form.error[1]}", error=True)
             return
         outcome = edit(draft)
         if outcome.error:
@@ -346,15 +303,6 @@ class OverrideEditorScreen(ModalScreen[bool]):
             return
         self._select(outcome.select)
         self._say(outcome.message)
-
-    def _throw(self) -> None:
-        self._run(lambda draft: edits.throw_here(
-            draft, self.index, self.query_one("#oe-message", Input).value,
-            self.query_one("#oe-code", Input).value, self.query_one("#oe-prefix", Input).value))
-
-    def _hang(self) -> None:
-        self._run(lambda draft: edits.hang_here(draft, self.index,
-                                                self.query_one("#oe-ready", Input).value))
 
     def _append(self) -> None:
         self._run(lambda draft: edits.append_copy(draft, self.index))
@@ -366,22 +314,26 @@ class OverrideEditorScreen(ModalScreen[bool]):
 
     async def action_save(self) -> None:
         """Validate and write the sidecar atomically; never writes an invalid document."""
-        draft = self.draft
-        if draft is None or self._saving:
+        if self._saving or (self.draft is None and self.raw is None):
             return
-        if self._json_error is not None:
-            self._say("Not saved: the entry JSON is invalid — " + first_problem(self._json_error),
-                      error=True)
+        if self.raw is None and self.form.error is not None:
+            source, problem = self.form.error
+            what = "the entry JSON is invalid" if source == "json" else "the form is not complete"
+            self._say(f"Not saved: {what} — {problem}", error=True)
             return
         self._saving = True
         try:
-            saved = await asyncio.to_thread(draft.save, rename=self._rename)
+            if self.raw is not None:
+                saved = await self.raw.save(self._rename)
+            else:
+                assert self.draft is not None
+                saved = await asyncio.to_thread(self.draft.save, rename=self._rename)
         except ReplayError as exc:
             self._say("Not saved: " + exc.message, error=True)
             return
         except OSError as exc:
-            self._say(f"Not saved: cannot write {draft.path} ({exc.strerror or exc}); the file on "
-                      "disk is unchanged.", error=True)
+            self._say(f"Not saved: cannot write {self.sidecar_name} ({exc.strerror or exc}); the "
+                      "file on disk is unchanged.", error=True)
             return
         finally:
             self._saving = False
@@ -389,7 +341,7 @@ class OverrideEditorScreen(ModalScreen[bool]):
         self.dismiss(True)
 
     async def action_help(self) -> None:
-        """Show the editor's keys."""
+        """Show the editor's keys and what each kind does."""
         await self.app.run_action("help")
 
     def action_close(self) -> None:
@@ -397,10 +349,9 @@ class OverrideEditorScreen(ModalScreen[bool]):
         if not self.has_unsaved_changes:
             self.dismiss(False)
             return
-        assert self.draft is not None
 
         def answered(discard: bool | None) -> None:
             if discard:
                 self.dismiss(False)
 
-        self.app.push_screen(ConfirmDiscardScreen(self.draft.path.name), answered)
+        self.app.push_screen(ConfirmDiscardScreen(self.sidecar_name), answered)

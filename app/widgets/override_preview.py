@@ -110,14 +110,24 @@ def diff_text(rows: list[EntryComparison]) -> Text:
     return out
 
 
+def diff_line(diff: Text, index: int) -> int | None:
+    """The line of ``diff`` (from :func:`diff_text`) where call ``index``'s difference starts."""
+    head = f"call #{index}"
+    for number, line in enumerate(diff.plain.split("\n")):
+        if line == head or line.startswith(head + ":"):
+            return number
+    return None
+
+
 class OverridePreview(Vertical):
-    """Derived and effective scripts side by side, and the differences below them."""
+    """Derived and effective scripts side by side, and the differences below them; each keeps
+    the call being edited in view."""
 
     DEFAULT_CSS = """
     OverridePreview { height: 1fr; }
-    OverridePreview #oe-sides { height: 1fr; }
+    OverridePreview #oe-sides { height: 1fr; min-height: 5; }
     OverridePreview .oe-side { width: 1fr; border: round $primary; }
-    OverridePreview #oe-diff-box { height: 1fr; border: round $secondary; }
+    OverridePreview #oe-diff-box { height: 1fr; min-height: 4; border: round $secondary; }
     OverridePreview Static { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
@@ -138,9 +148,22 @@ class OverridePreview(Vertical):
             yield Static(id="oe-diff")
 
     def show(self, rows: list[EntryComparison], selected: int | None) -> None:
-        """Redraw from a fresh comparison."""
+        """Redraw from a fresh comparison, scrolled to the selected call."""
         cache = self._summaries
         self.query_one("#oe-derived", Static).update(script_text(rows, "derived", selected, cache))
         self.query_one("#oe-effective", Static).update(
             script_text(rows, "effective", selected, cache))
-        self.query_one("#oe-diff", Static).update(diff_text(rows))
+        diff = diff_text(rows)
+        self.query_one("#oe-diff", Static).update(diff)
+        line = diff_line(diff, selected) if selected is not None else None
+        self.call_after_refresh(self._scroll, selected, line)
+
+    def _scroll(self, selected: int | None, line: int | None) -> None:
+        """Keep the selected call's row in the middle of both sides, its difference on top."""
+        if selected is not None:
+            for side in self.query(".oe-side").results(VerticalScroll):
+                side.scroll_to(y=max(selected - side.scrollable_content_region.height // 2, 0),
+                               animate=False, immediate=True)
+        if line is not None:
+            self.query_one("#oe-diff-box", VerticalScroll).scroll_to(y=line, animate=False,
+                                                                     immediate=True)

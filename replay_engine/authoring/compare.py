@@ -11,14 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import OVERRIDE_EDIT, SidecarError
-from ..files import fingerprint
+from ..errors import OVERRIDE_EDIT, SIDECAR_CHANGED, SidecarError
+from ..files import Rename, atomic_write, exclusive_lock, fingerprint
 from ..jsonlimits import json_text
 from ..models import AnyEntry, ChunksEntry, ScriptEntry, ThrowEntry
 from ..scenario.sidecar import Sidecar, parse_sidecar_text
 
-__all__ = ["ChunkChange", "EntryComparison", "SavedSidecar", "chunks_of", "diff_chunks",
-           "edit_error", "entry_notes", "read_sidecar_file", "render_document"]
+__all__ = ["BACKUP_SUFFIX", "ChunkChange", "EntryComparison", "SavedSidecar", "chunks_of",
+           "diff_chunks", "edit_error", "entry_notes", "read_sidecar_file", "render_document",
+           "write_sidecar"]
+
+BACKUP_SUFFIX = ".bak"
+"""The previous sidecar is kept beside it under this suffix on every save that changes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +140,36 @@ def read_sidecar_file(path: Path, loaded: Sidecar | None = None) -> tuple[Sideca
     except UnicodeDecodeError:
         raise SidecarError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.", file=str(path)) from None
     return parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), str(path)), digest
+
+
+def write_sidecar(path: Path, text: str, base_digest: str | None, *,
+                  rename: Rename | None = None) -> SavedSidecar:
+    """Write already validated sidecar ``text``: the old file kept as ``.bak``, the new one
+    written atomically, both under the sidecar's lock.
+
+    ``base_digest`` is the SHA-256 of the file as the caller read it (None: it did not exist);
+    when the file changed on disk since, nothing is written, so of concurrent saves from one
+    base exactly one writes.
+    """
+    data = text.encode("utf-8")
+    digest = hashlib.sha256(data).hexdigest()
+    backup: Path | None = None
+    with exclusive_lock(path):
+        try:
+            old: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            old = None
+        current = hashlib.sha256(old).hexdigest() if old is not None else None
+        if current != base_digest and current != digest:
+            raise SidecarError(
+                f"{path}: not saved: the file changed on disk since this edit read it "
+                "(another save or an editor wrote it). Nothing was written; run the command "
+                "again or reopen the editor to start from the new content.",
+                file=str(path), code=SIDECAR_CHANGED)
+        written = current != digest
+        if written:
+            if old is not None:
+                backup = path.with_name(path.name + BACKUP_SUFFIX)
+                atomic_write(backup, old, rename=rename)
+            atomic_write(path, data, rename=rename)
+    return SavedSidecar(path, data, digest, backup, written)

@@ -9,13 +9,11 @@ validates the whole document again before writing it atomically.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import (
     OVERRIDE_EDIT,
-    SIDECAR_CHANGED,
     UNDECIDED_CALL,
     ConfigError,
     EntryProblem,
@@ -23,13 +21,14 @@ from ..errors import (
     ReplayError,
     SidecarError,
 )
-from ..files import Rename, atomic_write, exclusive_lock, fingerprint
+from ..files import Rename, atomic_write, fingerprint
 from ..models import AnyEntry, ChunksEntry, ScriptEntry, entry_to_json
 from ..scenario.derive_fast import load_log
 from ..scenario.loading import Scenario
 from ..scenario.logscan import gc_paused
 from ..scenario.sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
 from .compare import (
+    BACKUP_SUFFIX,
     ChunkChange,
     EntryComparison,
     SavedSidecar,
@@ -39,6 +38,7 @@ from .compare import (
     entry_notes,
     read_sidecar_file,
     render_document,
+    write_sidecar,
 )
 from .entry_text import parse_entry_text
 
@@ -55,9 +55,8 @@ __all__ = [
     "fingerprint",
     "parse_entry_text",
     "read_sidecar_file",
+    "write_sidecar",
 ]
-
-BACKUP_SUFFIX = ".bak"
 
 
 class OverrideDraft:
@@ -383,34 +382,11 @@ class OverrideDraft:
             file=str(self.path), location=f"call {first}", code=UNDECIDED_CALL)
 
     def save(self, *, rename: Rename | None = None) -> SavedSidecar:
-        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits.
-
-        The check that the file is still what the draft started from and the write happen
-        under the sidecar's lock, so of concurrent saves from one base exactly one writes.
-        """
+        """Validate, keep the old file as ``.bak``, write atomically; refuses to clobber edits
+        (see :func:`write_sidecar`)."""
         text = self._validated_text()
-        data = text.encode("utf-8")
-        digest = hashlib.sha256(data).hexdigest()
-        backup: Path | None = None
-        with exclusive_lock(self.path):
-            try:
-                old: bytes | None = self.path.read_bytes()
-            except FileNotFoundError:
-                old = None
-            current = hashlib.sha256(old).hexdigest() if old is not None else None
-            if current != self._base_digest and current != digest:
-                raise SidecarError(
-                    f"{self.path}: not saved: the file changed on disk since this edit read it "
-                    "(another save or an editor wrote it). Nothing was written; run the command "
-                    "again or reopen the editor to start from the new content.",
-                    file=str(self.path), code=SIDECAR_CHANGED)
-            written = current != digest
-            if written:
-                if old is not None:
-                    backup = self.path.with_name(self.path.name + BACKUP_SUFFIX)
-                    atomic_write(backup, old, rename=rename)
-                atomic_write(self.path, data, rename=rename)
-        self._base_digest = digest
+        saved = write_sidecar(self.path, text, self._base_digest, rename=rename)
+        self._base_digest = saved.sha256
         self._saved_state = (list(self._entries), list(self._patches))
         self._saved_text = text
-        return SavedSidecar(self.path, data, digest, backup, written)
+        return saved

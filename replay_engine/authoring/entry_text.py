@@ -96,10 +96,10 @@ def parse_location(location: str) -> JsonPath:
 
 def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
     """Line and column of the deepest existing value along ``path``."""
-    return _Locator(text).locate(path)
+    return TextLocator(text).locate(path)
 
 
-class _Locator:
+class TextLocator:
     """Locates many paths in one text: its values and line starts are scanned once."""
 
     def __init__(self, text: str) -> None:
@@ -154,7 +154,7 @@ def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
     except SidecarError as exc:
         raw: list[str] = getattr(exc, "problems", None) or [exc.message]
         problems: list[EntryProblem] = []
-        locator = _Locator(text)
+        locator = TextLocator(text)
         for item in raw:
             where, _, message = item.partition(": ")
             location = where.removeprefix("entry").lstrip(".")

@@ -8,40 +8,70 @@ their help line alone, so ``--help`` loads neither the models, the engine nor th
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import CannotListenError, ReplayError
 from .version import VersionAction
 
 Handler = Callable[[argparse.Namespace], int]
+Register = Callable[[Any], None]
+"""Adds one subcommand to the subparsers (its module's ``register``, which sets ``handler``)."""
 
-SUBCOMMAND_MODULES: dict[str, tuple[str, str]] = {
-    "inspect": ("replay_engine.cli.inspect", "show the derived scripts of a scenario"),
-    "validate": ("replay_engine.cli.validate",
-                 "check scenarios without serving; lists every problem"),
+
+def _inspect(sub: Any) -> None:
+    from . import inspect
+    inspect.register(sub)
+
+
+def _validate(sub: Any) -> None:
+    from . import validate
+    validate.register(sub)
+
+
+def _serve(sub: Any) -> None:
+    from . import serve
+    serve.register(sub)
+
+
+def _override(sub: Any) -> None:
+    from . import override
+    override.register(sub)
+
+
+def _record(sub: Any) -> None:
+    from . import record
+    record.register(sub)
+
+
+def _demo_agent(sub: Any) -> None:
+    from . import demo_agent
+    demo_agent.register(sub)
+
+
+SUBCOMMAND_MODULES: dict[str, tuple[Register, str]] = {
+    "inspect": (_inspect, "show the derived scripts of a scenario"),
+    "validate": (_validate, "check scenarios without serving; lists every problem"),
     "serve": (
-        "replay_engine.cli.serve",
+        _serve,
         "serve a scenario to a live agent over HTTP (OpenAI chat and Responses, Anthropic, native)",
     ),
-    "override": (
-        "replay_engine.cli.override",
-        "patch one call of the primary script in replay.override.json",
-    ),
+    "override": (_override, "patch one call of the primary script in replay.override.json"),
     "record": (
-        "replay_engine.record.cli",
+        _record,
         "record a live agent run against an upstream provider into a scenario directory",
     ),
     "demo-agent": (
-        "replay_engine.cli.demo_agent",
+        _demo_agent,
         "drive every recorded call of a running replay server with a small official-SDK client",
     ),
 }
-"""Each subcommand's module (it has ``register(subparsers)``, which sets ``handler`` with
-``set_defaults``) and its one-line help, kept here so listing the commands imports none of
-them (a unit test keeps these lines equal to the ones the modules register)."""
+"""Each subcommand: what registers it (a plain import of its module inside a function, so the
+import graph shows every arrow yet start-up imports only the command given) and its one-line
+help, kept here so listing the commands imports none of them (a unit test keeps these lines
+equal to the ones the modules register)."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -57,11 +87,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, (module_name, help_line) in SUBCOMMAND_MODULES.items():
+    for name, (register, help_line) in SUBCOMMAND_MODULES.items():
         if command is not None and name != command:
             sub.add_parser(name, help=help_line, add_help=False)
             continue
-        importlib.import_module(module_name).register(sub)
+        register(sub)
     return parser
 
 

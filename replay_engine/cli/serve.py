@@ -103,7 +103,8 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
 
     server = ReplayServer(engine, host=options.host, port=options.port,
                           providers=options.providers, scenario=scenario, reload=reload,
-                          sdk_retries=options.sdk_retries, allow_hosts=list(options.allow_hosts))
+                          sdk_retries=options.sdk_retries, allow_hosts=list(options.allow_hosts),
+                          wire=options.wire)
     try:
         url = await server.start()
     except OSError as exc:

@@ -1,9 +1,10 @@
-"""The options of everything that serves a scenario: ``dsh-replay serve`` and ``dsh-replay-tui``.
+"""The options of everything that serves a scenario: ``dsh-replay serve`` and ``dsh-replay-tui``
+(and of ``dsh-replay record``, which takes their listening flags and ``--url-file``).
 
 One home for the flags, their types, defaults and help, how they resolve (the config file's
 ``paceMs`` under ``--pace-ms``, a recorded pace) and what their errors exit with, so the two
-front ends cannot drift apart. The listening flags and the off-loopback warning, which
-``dsh-replay record`` shares, are in ``server/listen.py``.
+front ends cannot drift apart. The listening flags, the off-loopback warning and the
+cannot-listen error (exit 4 in every front end) are in ``server/listen.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..errors import ConfigError
 from ..models import ProviderConfig
 from ..scenario.config import load_serve_config
 from ..server.listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
+from ..wire.dialect import CHAT_ERROR_FINISHES, RESPONSES_REASONING, WireOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,9 @@ class ServeOptions:
     """A call whose request left the recording fails the verdict (``--strict``)."""
     bind: BindMode = "content"
     """How new sessions claim scripts (``--bind``)."""
+    wire: WireOptions = field(default_factory=WireOptions)
+    """How the dialects put what a provider's wires say two ways (``--chat-error-finish``,
+    ``--responses-reasoning``)."""
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,8 +62,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where relative readyFile paths of hang entries resolve (default: "
                         "serve uses the current directory; the debugger a temporary directory "
                         "of its own, shown in Live and removed on quit)")
-    parser.add_argument("--url-file", type=Path, default=None, metavar="FILE",
-                        help="write the base URL to FILE (atomically) once serving")
+    add_url_file_argument(parser)
     parser.add_argument("--journal-limit", type=_journal_limit, default=DEFAULT_JOURNAL_LIMIT,
                         metavar="N", help="calls each run's journal keeps; older ones are "
                         f"dropped (default {DEFAULT_JOURNAL_LIMIT})")
@@ -71,10 +75,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how a new session claims a script: content (default: the one its "
                         "parent announced, else the one whose first recorded request it matches, "
                         "else first-call order) or order (first-call order alone, as SPEC 5)")
+    parser.add_argument("--chat-error-finish", choices=CHAT_ERROR_FINISHES, default="error",
+                        help="how a recorded error finish ends a chat-completions call: error "
+                        "(default: an error event after its prefix, no [DONE], as a throw; "
+                        "stream: false an HTTP error) so OpenAI-style clients raise, or reason "
+                        "(finish_reason = the code in lower case, for clients that read "
+                        "DeepSeek's codes)")
+    parser.add_argument("--responses-reasoning", choices=RESPONSES_REASONING, default="summary",
+                        help="how reasoning goes out on the Responses route: summary (default: "
+                        "summary_text parts and reasoning_summary events, as OpenAI's reasoning "
+                        "models send it) or content (reasoning_text content, the open-weight "
+                        "models' form)")
     parser.add_argument("--sdk-retries", action="store_true",
                         help="let client SDKs retry error answers as with a real provider (by "
                         "default errors carry x-should-retry: false, so a retry cannot consume "
                         "the next recorded call)")
+
+
+def add_url_file_argument(parser: argparse.ArgumentParser) -> None:
+    """``--url-file``: where a front end writes its base URL once it listens (``serve``, the
+    debugger and ``record``)."""
+    parser.add_argument("--url-file", type=Path, default=None, metavar="FILE",
+                        help="write the base URL to FILE (atomically) once serving")
 
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:
@@ -96,6 +118,8 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         providers=config.providers if config else None, ready_dir=args.ready_dir,
         url_file=args.url_file, journal_limit=args.journal_limit, sdk_retries=args.sdk_retries,
         strict=args.strict, bind=args.bind,
+        wire=WireOptions(chat_error_finish=args.chat_error_finish,
+                         responses_reasoning=args.responses_reasoning),
     )
 
 

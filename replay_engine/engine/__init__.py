@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import events
 from .claims import BindMode
 from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
+from .gate import parse_breakpoint
 from .pacing import Pace
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
@@ -42,5 +43,6 @@ __all__ = [
     "StepMode",
     "diff_scripts",
     "events",
+    "parse_breakpoint",
     "session_label",
 ]

@@ -53,8 +53,10 @@ def bind_call(
     it takes (``CallRecord.divergence``), retries are seen, and ``bind="content"`` lets a new
     session claim the script whose first call it matches.
     """
-    live = tuple(live_new_messages(messages)) if contexts is not None and messages is not None \
-        else None
+    if contexts is not None and messages is not None:
+        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages))
+    else:
+        live = None
     binding = run.bindings.get(session_id)
     if binding is None:
         matches = None
@@ -70,8 +72,10 @@ def bind_call(
                 f"the scenario recorded only {len(scripts)} session(s) "
                 f"[{session_label(session_id)}, run {run.name}]"
             )
-            _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
-            emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry, messages))
+            if dialect not in run.overflow:
+                _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
+                emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
+                                      messages))
             raise err
         binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
@@ -86,10 +90,12 @@ def bind_call(
             f"script has only {length} [{session_label(session_id)}, script "
             f"{binding.script_index}, run {run.name}]"
         )
-        _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
-                model, retry, dialect, bound_by=binding.rule)
-        emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
-                             binding.script_index, binding.cursor))
+        if dialect not in run.overflow:
+            _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
+                    model, retry, dialect, bound_by=binding.rule)
+            emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
+                                 binding.script_index, binding.cursor))
+        err2.script_index = binding.script_index
         raise err2
     call_index = binding.cursor
     binding.cursor += 1

@@ -18,6 +18,13 @@ def cancel_call(call: Call) -> None:
     call.wake.set()
 
 
+def cancel_run(run: Run) -> None:
+    """Cancel every in-flight call of ``run`` (it is reset or forgotten)."""
+    for binding in run.bindings.values():
+        if binding.call is not None:
+            cancel_call(binding.call)
+
+
 def calls_to_cancel(run: Run, session_id: str | None, all_hanging: bool) -> list[Call]:
     """The run's in-flight calls that ``cancel`` targets: one session's, or every hanging one."""
     out: list[Call] = []

@@ -11,12 +11,10 @@ own modules beside it.
 from __future__ import annotations
 
 import itertools
-import os
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -28,21 +26,20 @@ from ..errors import (
     PlaceholderError,
     ReplayError,
     ScenarioNotLoadedError,
-    ScriptedFailure,
     SessionTokenError,
 )
-from ..models import AnyEntry, ChunksEntry, HangEntry, SessionScript, ThrowEntry
+from ..models import SessionScript
 from . import events as ev
 from .binding import PlaceholderScan, bind_call
-from .cancel import calls_to_cancel, cancel_call, wait
+from .cancel import calls_to_cancel, cancel_call, cancel_run
 from .claims import BindMode
 from .events import Observer
 from .gate import StepGates, StepHow, pause, release
 from .handle import CallHandle
-from .pacing import Pace, chunk_delay
-from .placeholders import resolve_scripted_entry
-from .ready import touch_ready_file
+from .pacing import Pace
 from .recorded import RecordedContexts
+from .resolving import PLACEHOLDER_WORKERS, PlaceholderPool
+from .serving import HANG_PREFIX, CallServing
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
     Call,
@@ -59,15 +56,6 @@ from .verdict import consumed_problems, first_divergence, verdict_problems
 __all__ = ["DEFAULT_RUN", "HANG_PREFIX", "CallHandle", "Observer", "ReplayEngine"]
 
 DEFAULT_RUN = "default"
-HANG_PREFIX: tuple[dict[str, Any], ...] = (
-    {"type": "block-start", "index": 0, "blockType": "text"},
-    {"type": "text-delta", "index": 0, "text": "partial"},
-)
-Outcome = Literal["finished", "failed", "cancelled"]
-PLACEHOLDER_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
-"""Worker threads resolving ``{{fromRequest}}`` patterns at once: one core stays for the loop."""
-PLACEHOLDER_QUEUE = 256
-"""Calls that may wait for a worker; beyond it a call fails at once (PLACEHOLDER)."""
 
 
 class ReplayEngine:
@@ -90,9 +78,7 @@ class ReplayEngine:
                 or journal_limit < 1:
             raise ConfigError(f"the journal limit must be a positive integer, got {journal_limit!r}")
         self.journal_limit = journal_limit
-        self._workers = (placeholder_workers, placeholder_workers_per_run)
-        self._resolving = 0
-        self._resolve_limiter: anyio.CapacityLimiter | None = None
+        self._pool = PlaceholderPool(placeholder_workers, placeholder_workers_per_run)
         if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
             raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
         self._scripts: list[SessionScript] = list(scripts)
@@ -114,6 +100,11 @@ class ReplayEngine:
             raise ConfigError(f"bind must be 'content' or 'order', got {bind!r}")
         self.bind: BindMode = bind
         self._not_loaded: ReplayError | None = None
+        self._serving = CallServing(
+            runs=self._runs, calls=self._calls, gates=self._gates, hub=self._hub,
+            pace=lambda: self._pace, ready_dir=lambda run: self._ready_dirs.get(run, self.ready_dir),
+            ready_created=self._ready_created)
+        self._end = self._serving.end
 
     # -- observation -------------------------------------------------------------------
 
@@ -245,7 +236,7 @@ class ReplayEngine:
         try:
             if self._scan.needs_resolving(entry):
                 entry = self._scan.tokens(entry, self._run(run).live_ids)
-                call.entry = await self._resolve_in_worker(call, entry, messages)
+                call.entry = await self._pool.resolve(self._runs, call, entry, messages)
         except ReplayError as exc:
             self._open_failed(call, exc)
             raise
@@ -254,38 +245,10 @@ class ReplayEngine:
             raise
         return self._armed(call)
 
-    async def _resolve_in_worker(self, call: Call, entry: AnyEntry, messages: Any) -> AnyEntry:
-        """Resolve ``entry``'s placeholders in a worker thread of the engine's own small pool.
-
-        At most ``placeholder_workers`` patterns run at once, at most
-        ``placeholder_workers_per_run`` of them for one run, and at most
-        ``PLACEHOLDER_QUEUE`` calls wait: runaway patterns of one run can neither take every
-        core from the streams of the others nor queue without bound.
-        """
-        if self._resolving >= PLACEHOLDER_QUEUE:
-            raise PlaceholderError(
-                f"{self._resolving} calls are already waiting for their fromRequest "
-                "placeholders to be resolved; the server refuses more until they are done")
-        if self._resolve_limiter is None:
-            self._resolve_limiter = anyio.CapacityLimiter(self._workers[0])
-        run = self._runs.get(call.run)
-        if run is not None and run.limiter is None:
-            run.limiter = anyio.CapacityLimiter(self._workers[1])
-        self._resolving += 1
-        try:
-            if run is not None and run.limiter is not None:
-                async with run.limiter:
-                    return await anyio.to_thread.run_sync(
-                        resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
-            return await anyio.to_thread.run_sync(
-                resolve_scripted_entry, entry, messages, limiter=self._resolve_limiter)
-        finally:
-            self._resolving -= 1
-
     @property
     def placeholder_limiter(self) -> anyio.CapacityLimiter | None:
         """The worker pool placeholder patterns run in (None until the first one ran)."""
-        return self._resolve_limiter
+        return self._pool.limiter
 
     def _open_failed(self, call: Call, exc: ReplayError) -> None:
         if isinstance(exc, PlaceholderError | SessionTokenError):  # which call needed it
@@ -295,7 +258,7 @@ class ReplayEngine:
 
     def _armed(self, call: Call) -> CallHandle:
         self._gates.of(call.run).arm(call)
-        return CallHandle(self, call)
+        return CallHandle(self._serving, call)
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
                    model: str | None, retry: bool = False, dialect: str | None = None) -> Call:
@@ -333,121 +296,6 @@ class ReplayEngine:
         handle = self.open_call(session_id, messages, run=run, model=model)
         async for chunk in handle.chunks():
             yield chunk
-
-    # -- serving -----------------------------------------------------------------------
-
-    def _end(self, call: Call, outcome: Outcome, exc: ReplayError | None = None) -> None:
-        if call.record.outcome != "streaming":
-            return
-        rec = call.record
-        rec.outcome = outcome
-        rec.ended_at = time.time()
-        rec.chunks_served = call.served
-        if exc is not None:
-            rec.code, rec.message = exc.code, exc.message
-        call.status = "idle"
-        self._calls.pop(call.id, None)
-        owner = self._runs.get(call.run)
-        binding = owner.bindings.get(call.key) if owner is not None else None
-        if outcome == "cancelled" and not isinstance(call.entry, HangEntry):
-            total = len(call.entry.chunks)
-            if call.user_cancelled:
-                rec.aborted = True
-                rec.unfinished = "cancelled by the user"
-                if binding is not None:
-                    binding.aborted.append(call.call_index)
-            elif call.served < total or isinstance(call.entry, ThrowEntry):
-                rec.unfinished = "the client went away (or the server stopped) mid-stream"
-            if binding is not None and rec.unfinished is not None:
-                binding.unfinished.append((call.call_index, call.served, total, rec.unfinished))
-        elif outcome == "failed" and binding is not None:
-            if isinstance(exc, ScriptedFailure):
-                binding.last_failed = True
-            elif exc is not None:
-                binding.unfinished.append((call.call_index, call.served, 0,
-                                           f"failed with {exc.code}: {exc.message}"))
-        if binding is not None and binding.call is call:
-            binding.call = None
-        args = (call.run, call.key, call.script_index, call.call_index, call.id)
-        if outcome == "finished":
-            self._emit(ev.CallFinished(*args, call.served))
-        elif outcome == "cancelled":
-            self._emit(ev.CallCancelled(*args))
-        else:
-            assert exc is not None
-            self._emit(ev.CallFailed(*args, exc.code, exc.message))
-
-    def _next_is_immediate(self, call: Call) -> bool:
-        mode = self._gates.of(call.run).mode
-        if call.budget is None and mode == "run" and not self._pace.ms and (
-                self._pace.mode == "fixed" and not isinstance(call.entry, HangEntry)):
-            return True  # the common burst case, checked per chunk
-        if call.cancelled:
-            return True
-        if isinstance(call.entry, HangEntry):
-            return call.served < len(HANG_PREFIX)
-        if (call.budget == 0 or mode == "chunk") and not call.run_to_end:
-            return False
-        return chunk_delay(self._pace, call.times, call.served) <= 0.0
-
-    async def _serve(self, call: Call) -> AsyncIterator[dict[str, Any]]:
-        entry = call.entry
-        gate = self._gates.of(call.run)
-        hub = self._hub
-        outcome: Outcome = "cancelled"
-        error: ReplayError | None = None
-        try:
-            if isinstance(entry, HangEntry):
-                chunks: Sequence[dict[str, Any]] = HANG_PREFIX
-                paced = False
-            else:
-                assert isinstance(entry, ChunksEntry | ThrowEntry)
-                chunks = entry.chunks
-                paced = True
-            for index, chunk in enumerate(chunks):
-                # Hot loop: only await the gate / the pace when they can hold the chunk.
-                if call.budget == 0 and not call.run_to_end:
-                    await gate.hold(call, self._emit)
-                if paced:
-                    delay = chunk_delay(self._pace, call.times, index)
-                    if delay > 0:
-                        await wait(call, delay)
-                if call.cancelled:
-                    raise AbortedError()
-                call.served += 1
-                if call.budget is not None and not call.run_to_end:
-                    call.budget = max(call.budget - 1, 0)
-                if gate.mode == "chunk" and not call.run_to_end:
-                    call.budget = 0
-                if hub.chunk_observers:
-                    hub.deliver(list(hub.chunk_observers), ev.ChunkServed(
-                        call.run, call.key, call.script_index, call.call_index, call.id, index))
-                yield chunk
-            if isinstance(entry, ThrowEntry):
-                if not entry.chunks:
-                    await gate.hold(call, self._emit)
-                if call.cancelled:
-                    raise AbortedError()
-                raise ScriptedFailure(entry.message, entry.code)
-            if isinstance(entry, HangEntry):
-                if entry.readyFile is not None:
-                    where = self._ready_dirs.get(call.run, self.ready_dir)
-                    call.ready_file = str(touch_ready_file(where, entry.readyFile,
-                                                           created=self._ready_created))
-                call.status = "hanging"
-                self._emit(ev.HangWaiting(call.run, call.key, call.script_index, call.call_index,
-                                          call.id, call.ready_file))
-                while True:
-                    await wait(call, None)
-            outcome = "finished"
-        except AbortedError as exc:
-            outcome, error = "cancelled", exc
-            raise
-        except ReplayError as exc:
-            outcome, error = "failed", exc
-            raise
-        finally:
-            self._end(call, outcome, error)
 
     # -- control -----------------------------------------------------------------------
 
@@ -529,15 +377,8 @@ class ReplayEngine:
         """Forget the run's bindings, cursors and journal (in-flight calls are cancelled)."""
         r = self._runs.get(run)
         if r is not None:
-            for binding in r.bindings.values():
-                if binding.call is not None:
-                    cancel_call(binding.call)
-            r.bindings.clear()
-            r.live_ids.clear()
-            r.journal.clear()
-            r.refused.clear()
-            r.refused_count = 0
-            r.dropped = 0
+            cancel_run(r)
+            r.clear()
         self._emit(ev.RunReset(run))
 
     def forget(self, run: str) -> bool:
@@ -547,11 +388,18 @@ class ReplayEngine:
         self._ready_dirs.pop(run, None)
         if r is None:
             return False
-        for binding in r.bindings.values():
-            if binding.call is not None:
-                cancel_call(binding.call)
+        cancel_run(r)
         self._emit(ev.RunForgotten(run))
         return True
+
+    def configure_run(self, run: str, *, overflow: frozenset[str] | None = None,
+                      scrub: Callable[[Any], Any] | None = None) -> None:
+        """Set what is given (``forget`` clears both). ``overflow``: the wires whose calls past
+        the recording go back to the server unrefused (to forward and record); ``scrub`` is
+        applied to live requests before they are compared with the recording."""
+        r = self._run(run)
+        r.overflow = r.overflow if overflow is None else overflow
+        r.scrub = scrub or r.scrub
 
     def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
         """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""

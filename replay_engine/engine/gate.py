@@ -21,6 +21,16 @@ from .state import Call, StepMode
 StepHow = Literal["chunk", "call", "continue"]
 
 
+def parse_breakpoint(text: str) -> tuple[int, int]:
+    """``SCRIPT:CALL`` (numbered from 0, as the debugger shows calls) as a pair; ValueError
+    saying the form (``--break`` of the debugger, ``--dsh-replay-break`` of the plugin)."""
+    script, sep, call = text.partition(":")
+    if not sep or not script.strip().isdigit() or not call.strip().isdigit():
+        raise ValueError(f"{text!r}: a breakpoint is SCRIPT:CALL, two numbers from 0 "
+                         "(0:0 is the primary's first call)")
+    return int(script), int(call)
+
+
 class StepGate:
     """One run's step mode and breakpoints, and the hold they put on its calls."""
 

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..models import AnyEntry
 from .cancel import cancel_call
+from .serving import CallServing
 from .state import Call
-
-if TYPE_CHECKING:
-    from .core import ReplayEngine
 
 
 class CallHandle:
     """A bound call: iterate ``chunks()`` to serve it; ``cancel()`` ends it as aborted."""
 
-    def __init__(self, engine: ReplayEngine, call: Call) -> None:
-        self._engine = engine
+    def __init__(self, serving: CallServing, call: Call) -> None:
+        self._serving = serving
         self._call = call
 
     @property
@@ -46,11 +44,11 @@ class CallHandle:
 
     def chunks(self) -> AsyncIterator[dict[str, Any]]:
         """The chunks of the entry; raises ScriptedFailure / AbortedError as the entry says."""
-        return self._engine._serve(self._call)
+        return self._serving.serve(self._call)
 
     def ready(self) -> bool:
         """True when the next step of ``chunks()`` will not wait (no pace delay, gate or hang).
 
         Servers use it to coalesce chunks into one write only while nothing would hold them.
         """
-        return self._engine._next_is_immediate(self._call)
+        return self._serving.next_is_immediate(self._call)

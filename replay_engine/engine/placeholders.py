@@ -14,8 +14,9 @@ PATTERN_TIMEOUT_S = 1.0
 """A pattern that runs longer than this against one request fails the call instead of the server."""
 
 
-def request_corpus(messages: Any) -> str:
-    """Every string leaf of the request's messages, depth first, in order, joined by newlines."""
+def searched_text(messages: Any) -> str:
+    """What ``{{fromRequest}}`` searches: every string leaf of the call's corpus (the messages a
+    dialect read from the request), depth first, in order, joined by newlines."""
     leaves: list[str] = []
     stack: list[Any] = [messages]
     while stack:
@@ -135,7 +136,7 @@ def resolve_scripted_entry(entry: AnyEntry, messages: Any) -> AnyEntry:
 
     def corpus() -> str:
         if not corpus_cache:
-            corpus_cache.append(request_corpus(messages))
+            corpus_cache.append(searched_text(messages))
         return corpus_cache[0]
 
     cache: dict[str, str] = {}

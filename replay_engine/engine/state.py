@@ -8,7 +8,7 @@ journal entry; ``BindingState`` / ``RunState`` are snapshots for observers and t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -169,6 +169,22 @@ class Run:
     live_ids: dict[int, str] = field(default_factory=dict)
     """Per script index, the live id of the session bound to it or announced for it
     (``started subagent ID``): what ``{{session:N}}`` tokens become (SPEC 2b.7)."""
+    overflow: frozenset[str] = frozenset()
+    """Wires (dialect names) whose calls past the recording are not refused here: their binding
+    error goes back to the server, which forwards them upstream to be recorded."""
+    scrub: Callable[[Any], Any] | None = None
+    """Applied to a live request's messages before they are compared with the recording
+    (the scrub its recording went through)."""
+
+
+    def clear(self) -> None:
+        """Forget bindings, live ids, journal and refusals (a reset: settings stay)."""
+        self.bindings.clear()
+        self.live_ids.clear()
+        self.journal.clear()
+        self.refused.clear()
+        self.refused_count = 0
+        self.dropped = 0
 
 
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:

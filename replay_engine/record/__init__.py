@@ -14,22 +14,25 @@ event loop::
     # on exit the logs are finished; rec.problems says why the scenario would not load, if so
 
 ``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
-log_format="v1", listener=None, on_failure=None)``: ``pack`` writes runs of deltas as packed
-rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b settlements); ``force``
-records into a directory that already holds a scenario, keeping its files as ``.bak`` (else
-InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is refused
-(``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a :class:`CallReport` per
-recorded call. A write that fails (disk full, permissions) stops the recording: the logs keep
-every whole call, ``on_failure`` is called with the typed error (``RECORD_WRITE``), later calls
-are answered 503, and leaving the block raises it. The yielded :class:`Recording` has ``url``
-(the origin), ``base_url`` (``url + "/v1"``, what an OpenAI SDK takes), ``directory``,
-``reports``, ``problems`` and ``failure``.
+log_format="v1", listener=None, on_failure=None, scrub=None)``: ``pack`` writes runs of deltas
+as packed rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b settlements);
+``force`` records into a directory that already holds a scenario, keeping its files as
+``.bak.N`` (else InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is
+refused (``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a
+:class:`CallReport` per recorded call. A write that fails (disk full, permissions) stops the
+recording: the logs keep every whole call, ``on_failure`` is called with the typed error
+(``RECORD_WRITE``), later calls are answered 503, and leaving the block raises it. ``scrub`` (a
+:class:`Scrubber`, see ``record/scrub.py``) applies the user's hooks and text rules to what is
+written. The yielded :class:`Recording` has ``url`` (the origin), ``base_url`` (``url +
+"/v1"``, what an OpenAI SDK takes), ``directory``, ``reports``, ``problems`` and ``failure``.
 
 Dialects plug in through :class:`~replay_engine.record.dialect.RecordDialect` (the seam; one
 sibling module per dialect, as in ``replay_engine/wire``, listed by ``dialects``); built in
 are the OpenAI / DeepSeek chat-completions wire (``openai_chat``), Anthropic Messages
-(``anthropic``, ``/v1/messages``; an Anthropic SDK takes ``url`` as its base URL) and OpenAI
-Responses (``responses``, ``/v1/responses``).
+(``anthropic``, ``/v1/messages``; an Anthropic SDK takes ``url`` as its base URL), OpenAI
+Responses (``responses``, ``/v1/responses``) and the Gemini API (``gemini``,
+``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``; a google-genai
+client takes ``url`` as its base URL).
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ from ..errors import SCENARIO_EXISTS, ReplayError
 from .calls import CallReport, FailureListener, Listener
 from .dialect import RecordDialect
 from .dialects import DIALECTS
+from .forward import NETWORK
 from .openai_chat import OPENAI_CHAT
-from .proxy import NETWORK, RecordProxy, check_upstream
+from .proxy import RecordProxy, check_upstream
+from .scrub import Scrubber, load_scrub_file
 from .writer import DEFAULT_FORMAT, ScenarioRecorder
 
 __all__ = [
@@ -59,7 +64,9 @@ __all__ = [
     "RecordProxy",
     "Recording",
     "ScenarioRecorder",
+    "Scrubber",
     "check_upstream",
+    "load_scrub_file",
     "record_scenario",
 ]
 
@@ -103,7 +110,8 @@ class Recording:
 async def record_scenario(directory: str | Path, upstream: str, *, host: str = "127.0.0.1",
                           port: int = 0, pack: bool = False, force: bool = False,
                           log_format: str = DEFAULT_FORMAT, listener: Listener | None = None,
-                          on_failure: FailureListener | None = None) -> AsyncIterator[Recording]:
+                          on_failure: FailureListener | None = None,
+                          scrub: Scrubber | None = None) -> AsyncIterator[Recording]:
     """Record into ``directory`` from ``upstream`` while the block runs; finishes the logs on
     exit (a call still streaming then is not recorded) and raises the recording's failure,
     if it had one."""
@@ -113,6 +121,8 @@ async def record_scenario(directory: str | Path, upstream: str, *, host: str = "
         recorder.listeners.append(listener)
     if on_failure is not None:
         recorder.failure_listeners.append(on_failure)
+    if scrub is not None:
+        recorder.scrub = scrub
     proxy = RecordProxy(recorder, upstream, host=host, port=port)
     try:
         url = await proxy.start()

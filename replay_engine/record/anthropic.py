@@ -21,11 +21,11 @@ this wire, and an error finish or throw is recorded as the failure the stream re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonnumbers import as_safe_integer
 from .dialect import (
+    Block,
     Chunk,
     RequestMessage,
     SseEvent,
@@ -48,28 +48,6 @@ _ERROR_CODES = {"authentication_error": "AUTH", "permission_error": "HTTP_403",
 """Failure codes of Anthropic error types (an error event without a ``code`` of its own)."""
 
 
-@dataclass(slots=True)
-class _Block:
-    kind: str
-    index: int
-    parts: list[str] = field(default_factory=list)
-    id: str | None = None
-    name: str | None = None
-    signature: str = ""
-    preset: str = ""
-    """Content the block's start already carried (a non-streamed answer), used when no delta
-    followed."""
-
-    def whole(self) -> dict[str, Any]:
-        text = "".join(self.parts) if self.parts else self.preset
-        if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
-        block: dict[str, Any] = {"type": self.kind, "text": text}
-        if self.kind == "reasoning" and self.signature:
-            block["signature"] = self.signature
-        return block
-
-
 def stream_failure(data: object) -> StreamFailure:
     """The failure an ``event: error`` reports (its ``code``, else one of its error type)."""
     if not isinstance(data, dict):
@@ -90,8 +68,8 @@ class MessagesRebuilder:
 
     def __init__(self) -> None:
         self.ended = False
-        self._blocks: list[_Block] = []
-        self._open: dict[Any, _Block] = {}
+        self._blocks: list[Block] = []
+        self._open: dict[Any, Block] = {}
         self._skipped: set[Any] = set()
         self._usage: dict[str, Any] = {}
         self._stop: str | None = None
@@ -137,7 +115,7 @@ class MessagesRebuilder:
         if kind is None:
             self._skipped.add(index)
             return []
-        block = _Block(kind, len(self._blocks))
+        block = Block(kind, len(self._blocks))
         if kind == "tool-call":
             block.id = content.get("id") if isinstance(content.get("id"), str) else None
             block.name = content.get("name") if isinstance(content.get("name"), str) else None

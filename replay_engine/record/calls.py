@@ -1,8 +1,9 @@
 """What the recorder keeps of one call while it streams, and what it reports once written.
 
 A :class:`Call` collects the rebuilt chunks with their arrival times; its session's log writes
-it when it ends, in the slot of its start. A :class:`CallReport` per written call goes to the
-listeners (the CLI's stderr line, the debugger's record mode).
+it when it ends, in the slot of its start (the call reports its end to its :class:`CallOwner`,
+the recorder, which this module names only by that protocol). A :class:`CallReport` per
+written call goes to the listeners (the CLI's stderr line, the debugger's record mode).
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import RECORD_WRITE, InputError, ReplayError
 from .dialect import Chunk, RequestMessage
-
-if TYPE_CHECKING:
-    from .writer import SessionLog
 
 
 def recorder_version() -> str:
@@ -73,11 +71,24 @@ class CallReport:
 Listener = Callable[[CallReport], None]
 
 
+class CallOwner(Protocol):
+    """What a call reports its end to (the scenario recorder)."""
+
+    def end_call(self, call: Call, failure: tuple[str, str] | None) -> CallReport | None:
+        """The call ended (``failure``: the upstream's message and code); its report once
+        written."""
+
+    def drop_call(self, call: Call) -> None:
+        """The call will never be written (the recording stopped while it streamed)."""
+
+
 @dataclass(slots=True, eq=False)
 class Call:
-    """A call in flight: its key, the new request messages and the chunks with arrival times."""
+    """A call in flight: its session, key, new request messages and chunks with arrival times."""
 
-    log: SessionLog
+    owner: CallOwner
+    session: str | None
+    """The live session id it belongs to (None: anonymous), which names its log."""
     turn: int
     step: int
     new_turn: bool
@@ -109,16 +120,16 @@ class Call:
     def finish(self) -> CallReport | None:
         """The call ended with its stream's end marker: write it whole (its report, or None
         while an earlier call of its session is still streaming)."""
-        return self.log.recorder.end_call(self, None)
+        return self.owner.end_call(self, None)
 
     def fail(self, message: str, code: str) -> CallReport | None:
         """The upstream failed the call (before any chunk, or its stream broke)."""
-        return self.log.recorder.end_call(self, (message, code))
+        return self.owner.end_call(self, (message, code))
 
     def abandon(self) -> None:
         """The recording stopped while the call streamed: nothing of it is written."""
         self.done = True
-        self.log.recorder.in_flight.discard(self)
+        self.owner.drop_call(self)
 
 
 FailureListener = Callable[[ReplayError], None]

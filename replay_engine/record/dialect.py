@@ -4,15 +4,16 @@ A :class:`RecordDialect` names its model-call routes, reads a request's conversa
 (:class:`RequestMessage` per message) and turns the upstream's answer back into recorded
 chunks exactly as a client of that wire rebuilds them (SPEC 9): ``rebuilder()`` folds
 server-sent events as they arrive, ``completion_chunks`` reads a ``stream: false`` answer.
-One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``) mirrors
-``replay_engine/wire``; ``dialects`` lists them. The proxy knows none of their formats.
+One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``, ``gemini``)
+mirrors ``replay_engine/wire``; ``dialects`` lists them. The proxy knows none of their formats;
+the rebuilders share :class:`Block` and the helpers below.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UpstreamStreamError
@@ -101,6 +102,34 @@ class RequestMessage:
     """For a tool result: the tool call it answers."""
     raw: Any = None
     """The message exactly as the request sent it (compared to find the new ones)."""
+
+
+@dataclass(slots=True)
+class Block:
+    """One content block a rebuilder assembles: the pieces its deltas added, and what names it
+    (a tool call's id and name, a reasoning block's signature)."""
+
+    kind: str
+    """``text``, ``reasoning`` or ``tool-call``."""
+    index: int
+    parts: list[str] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+    signature: str = ""
+    preset: str = ""
+    """Content the answer gave the block whole (a non-streamed answer, a block's start), used
+    when no delta followed."""
+
+    def whole(self) -> dict[str, Any]:
+        """The block as its ``block-end`` chunk carries it (a reasoning block with its
+        signature, when it has one)."""
+        text = "".join(self.parts) if self.parts else self.preset
+        if self.kind == "tool-call":
+            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
+        block: dict[str, Any] = {"type": self.kind, "text": text}
+        if self.kind == "reasoning" and self.signature:
+            block["signature"] = self.signature
+        return block
 
 
 StreamFailure = UpstreamStreamError

@@ -3,13 +3,16 @@
 A recorder holds ``.dsh-replay-record.lock`` (its pid inside) while it runs, so a second one
 pointed at the same directory fails at once, saying who holds it, instead of the two
 overwriting each other's logs. An existing scenario is refused, or with ``force`` kept as
-``NAME.bak``.
+numbered backups (``NAME.bak.N``, one N for the whole set): a backup never replaces another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import RECORDING_LOCKED, SCENARIO_EXISTS, InputError
@@ -27,6 +30,49 @@ def existing_scenario_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return [item for item in sorted(directory.iterdir()) if is_scenario_file(item.name)]
+
+
+def backup_path(path: Path, number: int) -> Path:
+    """Backup ``number`` of ``path``: ``NAME.bak.N`` beside it."""
+    return path.with_name(f"{path.name}{BACKUP_SUFFIX}.{number}")
+
+
+def _copy_new(path: Path, backup: Path) -> None:
+    """``backup`` as a new file with ``path``'s bytes (FileExistsError when it exists): a
+    hard link where the file system has them, else a copy."""
+    try:
+        os.link(path, backup)
+        return
+    except FileExistsError:
+        raise
+    except OSError:
+        pass
+    with open(path, "rb") as source, open(backup, "xb") as target:
+        shutil.copyfileobj(source, target)
+        target.flush()
+        os.fsync(target.fileno())
+
+
+def keep_backups(paths: Sequence[Path]) -> list[Path]:
+    """Copy each file to ``NAME.bak.N`` with the lowest N free for all of them, never
+    replacing a backup (also one another process makes meanwhile); returns the backups.
+    The files themselves are left in place."""
+    if not paths:
+        return []
+    number = 1
+    while True:
+        made: list[Path] = []
+        try:
+            for path in paths:
+                backup = backup_path(path, number)
+                _copy_new(path, backup)
+                made.append(backup)
+            return made
+        except FileExistsError:
+            for backup in made:
+                with contextlib.suppress(FileNotFoundError):
+                    backup.unlink()
+            number += 1
 
 
 def lock_directory(directory: Path) -> HeldLock:
@@ -49,18 +95,23 @@ def lock_directory(directory: Path) -> HeldLock:
     return held
 
 
+def ensure_not_recording(directory: Path) -> None:
+    """InputError ``RECORDING_LOCKED`` naming the holder when a recorder is recording into
+    ``directory`` now (checked, not held: nothing of the check stays in the directory)."""
+    if directory.is_dir():
+        lock_directory(directory).release()
+
+
 def prepare_directory(directory: Path, *, force: bool) -> list[Path]:
     """Make room in ``directory`` (locked by the caller): refuses an existing scenario unless
-    ``force``, which moves each of its files to ``NAME.bak``; returns the backups made."""
+    ``force``, which moves its files to numbered backups ``NAME.bak.N``; returns them."""
     existing = existing_scenario_files(directory)
     if existing and not force:
         names = ", ".join(p.name for p in existing)
         raise InputError(f"{directory}: already holds a scenario ({names}); record into an empty "
-                         "directory, or pass --force to keep those files as .bak and record anew.",
-                         file=str(directory), code=SCENARIO_EXISTS)
-    backups = []
+                         "directory, or pass --force to keep those files as .bak.N and record "
+                         "anew.", file=str(directory), code=SCENARIO_EXISTS)
+    backups = keep_backups(existing)
     for path in existing:
-        backup = path.with_name(path.name + BACKUP_SUFFIX)
-        os.replace(path, backup)
-        backups.append(backup)
+        path.unlink()
     return backups

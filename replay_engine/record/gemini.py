@@ -21,34 +21,22 @@ than STOP and MAX_TOKENS (kept as ``stopReason`` of a stop), have no exact recor
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonnumbers import as_safe_integer
 from ..statuscodes import code_for_status
 from ..wire.gemini import ROUTES
-from .dialect import Chunk, RequestMessage, SseEvent, StreamFailure, rebuild_events, upstream_error_message
+from .dialect import (
+    Block,
+    Chunk,
+    RequestMessage,
+    SseEvent,
+    StreamFailure,
+    rebuild_events,
+    upstream_error_message,
+)
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "max-tokens"}
-
-
-@dataclass(slots=True)
-class _Block:
-    kind: str
-    index: int
-    parts: list[str] = field(default_factory=list)
-    id: str | None = None
-    name: str | None = None
-    signature: str = ""
-
-    def whole(self) -> dict[str, Any]:
-        text = "".join(self.parts)
-        if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
-        block: dict[str, Any] = {"type": self.kind, "text": text}
-        if self.signature:
-            block["signature"] = self.signature
-        return block
 
 
 def _failure(error: object) -> StreamFailure:
@@ -88,8 +76,8 @@ class GeminiRebuilder:
 
     def __init__(self) -> None:
         self.ended = False
-        self._blocks: list[_Block] = []
-        self._by_kind: dict[str, _Block] = {}
+        self._blocks: list[Block] = []
+        self._by_kind: dict[str, Block] = {}
         self._usage: dict[str, Any] | None = None
         self._finish: str | None = None
 
@@ -129,8 +117,8 @@ class GeminiRebuilder:
             self.ended = True
         return out
 
-    def _open(self, kind: str, out: list[Chunk]) -> _Block:
-        block = _Block(kind, len(self._blocks))
+    def _open(self, kind: str, out: list[Chunk]) -> Block:
+        block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         out.append({"type": "block-start", "index": block.index, "blockType": kind})
         return block

@@ -8,11 +8,11 @@ answer is read as the one-event stream that carries it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonnumbers import count
 from .dialect import (
+    Block,
     Chunk,
     RequestMessage,
     SseEvent,
@@ -55,21 +55,6 @@ def finish_back(reason: str | None) -> dict[str, Any]:
     return {"kind": kind} if kind else {"kind": "error", "failure": {"code": reason.upper()}}
 
 
-@dataclass(slots=True)
-class _Block:
-    kind: str
-    index: int
-    parts: list[str] = field(default_factory=list)
-    id: str | None = None
-    name: str | None = None
-
-    def whole(self) -> dict[str, Any]:
-        text = "".join(self.parts)
-        if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
-        return {"type": self.kind, "text": text}
-
-
 class ChatRebuilder:
     """SPEC 8.1's DeepSeek-style client: blocks in first-seen order (one reasoning, one text,
     one per tool index); a tool block stamps the last id and name it saw on each of its
@@ -77,14 +62,14 @@ class ChatRebuilder:
 
     def __init__(self) -> None:
         self.ended = False
-        self._blocks: list[_Block] = []
-        self._by_kind: dict[str, _Block] = {}
-        self._tools: dict[Any, _Block] = {}
+        self._blocks: list[Block] = []
+        self._by_kind: dict[str, Block] = {}
+        self._tools: dict[Any, Block] = {}
         self._usage: dict[str, Any] | None = None
         self._finish: str | None = None
 
-    def _open(self, kind: str, out: list[Chunk]) -> _Block:
-        block = _Block(kind, len(self._blocks))
+    def _open(self, kind: str, out: list[Chunk]) -> Block:
+        block = Block(kind, len(self._blocks))
         self._blocks.append(block)
         out.append({"type": "block-start", "index": block.index, "blockType": kind})
         return block

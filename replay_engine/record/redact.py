@@ -11,7 +11,7 @@ Text that is cut for a message is redacted before the cut, so a cut never splits
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
@@ -21,7 +21,7 @@ MIN_SECRET_LENGTH = 8
 _SECRET_WORDS = ("key", "token", "secret", "auth", "password", "signature", "sig", "credential")
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
-_DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text",
+DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text",
                  "tool-call-delta": "argumentsDelta"}
 """The string each delta chunk adds to its block (pieces of one text across chunks)."""
 
@@ -29,6 +29,36 @@ _DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text",
 def _secret_name(name: str) -> bool:
     lowered = name.lower()
     return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
+
+
+def replace_spans(pieces: list[str], spans: list[tuple[int, int, str]]) -> list[str]:
+    """The pieces of one text with each span ``(start, end, replacement)`` of their
+    concatenation replaced (spans sorted, not overlapping): the piece where a span starts gets
+    its replacement, the rest of the span is removed from the pieces it ran into."""
+    if not spans:
+        return pieces
+    whole = "".join(pieces)
+    out: list[str] = []
+    start = 0
+    k = 0
+    for piece in pieces:
+        end = start + len(piece)
+        parts: list[str] = []
+        at = start
+        while at < end:
+            while k < len(spans) and spans[k][1] <= at:
+                k += 1
+            if k < len(spans) and spans[k][0] <= at:
+                if spans[k][0] == at:
+                    parts.append(spans[k][2])
+                at = min(spans[k][1], end)
+            else:
+                upto = min(spans[k][0], end) if k < len(spans) else end
+                parts.append(whole[at:upto])
+                at = upto
+        out.append("".join(parts))
+        start = end
+    return out
 
 
 class Redactor:
@@ -74,30 +104,7 @@ class Redactor:
         replaced: the piece where a secret starts gets the marker, the rest of the secret is
         removed from the pieces it ran into. Joined, they read as the whole text redacted."""
         whole = "".join(pieces)
-        spans = self._spans(whole)
-        if not spans:
-            return pieces
-        out: list[str] = []
-        start = 0
-        k = 0
-        for piece in pieces:
-            end = start + len(piece)
-            parts: list[str] = []
-            at = start
-            while at < end:
-                while k < len(spans) and spans[k][1] <= at:
-                    k += 1
-                if k < len(spans) and spans[k][0] <= at:
-                    if spans[k][0] == at:
-                        parts.append(REDACTED)
-                    at = min(spans[k][1], end)
-                else:
-                    upto = min(spans[k][0], end) if k < len(spans) else end
-                    parts.append(whole[at:upto])
-                    at = upto
-            out.append("".join(parts))
-            start = end
-        return out
+        return replace_spans(pieces, [(a, b, REDACTED) for a, b in self._spans(whole)])
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
@@ -116,19 +123,27 @@ class Redactor:
         that change are copies; the others are the same objects)."""
         if not self._raw:
             return chunks
-        groups: dict[tuple[str, Any], list[int]] = {}
-        for n, chunk in enumerate(chunks):
-            kind = chunk.get("type")
-            field = _DELTA_FIELDS.get(kind) if isinstance(kind, str) else None
-            if field is not None and isinstance(chunk.get(field), str):
-                index = chunk.get("index")
-                key = (field, index if isinstance(index, int | str) else repr(index))
-                groups.setdefault(key, []).append(n)
-        out = list(chunks)
-        for (field, _), members in groups.items():
-            before = [chunks[n][field] for n in members]
-            after = self.pieces(before)
-            for n, old, new in zip(members, before, after, strict=True):
-                if new != old:
-                    out[n] = {**chunks[n], field: new}
-        return out
+        return map_deltas(chunks, self.pieces)
+
+
+def map_deltas(chunks: list[dict[str, Any]],
+               pieces: Callable[[list[str]], list[str]]) -> list[dict[str, Any]]:
+    """``chunks`` with the delta texts of each block (``text-delta`` / ``reasoning-delta``
+    texts, ``tool-call-delta`` arguments, grouped by field and index) replaced by what
+    ``pieces`` makes of them as one text (chunks that change are copies)."""
+    groups: dict[tuple[str, Any], list[int]] = {}
+    for n, chunk in enumerate(chunks):
+        kind = chunk.get("type")
+        field = DELTA_FIELDS.get(kind) if isinstance(kind, str) else None
+        if field is not None and isinstance(chunk.get(field), str):
+            index = chunk.get("index")
+            key = (field, index if isinstance(index, int | str) else repr(index))
+            groups.setdefault(key, []).append(n)
+    out = list(chunks)
+    for (field, _), members in groups.items():
+        before = [chunks[n][field] for n in members]
+        after = pieces(before)
+        for n, old, new in zip(members, before, after, strict=True):
+            if new != old:
+                out[n] = {**chunks[n], field: new}
+    return out

@@ -22,11 +22,11 @@ max-tokens, or an error with just a code and a message.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonnumbers import count
 from .dialect import (
+    Block,
     Chunk,
     RequestMessage,
     SseEvent,
@@ -52,28 +52,15 @@ def _texts(parts: object, kinds: tuple[str, ...]) -> str:
                    if isinstance(p, dict) and p.get("type") in kinds)
 
 
-@dataclass(slots=True)
-class _Block:
-    kind: str
-    index: int
-    parts: list[str] = field(default_factory=list)
-    id: str | None = None
-    name: str | None = None
-
-    def whole(self, item: dict[str, Any]) -> dict[str, Any]:
-        if self.parts:
-            text = "".join(self.parts)
-        elif self.kind == "tool-call":
-            given = item.get("arguments")
-            text = given if isinstance(given, str) else ""
-        elif self.kind == "text":
-            text = _texts(item.get("content"), ("output_text",))
-        else:
-            text = (_texts(item.get("content"), ("reasoning_text",))
-                    or _texts(item.get("summary"), ("summary_text",)))
-        if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": text}
-        return {"type": self.kind, "text": text}
+def _item_text(kind: str, item: dict[str, Any]) -> str:
+    """A finished item's own content (its block's text when no delta carried any)."""
+    if kind == "tool-call":
+        given = item.get("arguments")
+        return given if isinstance(given, str) else ""
+    if kind == "text":
+        return _texts(item.get("content"), ("output_text",))
+    return (_texts(item.get("content"), ("reasoning_text",))
+            or _texts(item.get("summary"), ("summary_text",)))
 
 
 def usage_back(wire: object) -> dict[str, Any] | None:
@@ -100,8 +87,8 @@ class ResponsesRebuilder:
 
     def __init__(self) -> None:
         self.ended = False
-        self._blocks: list[_Block] = []
-        self._open: dict[Any, _Block] = {}
+        self._blocks: list[Block] = []
+        self._open: dict[Any, Block] = {}
         self._final: dict[str, Any] = {}
         self._status = "response.completed"
 
@@ -135,7 +122,7 @@ class ResponsesRebuilder:
         kind = _KINDS.get(str(item.get("type")))
         if kind is None or index in self._open:
             return []
-        block = _Block(kind, len(self._blocks))
+        block = Block(kind, len(self._blocks))
         if kind == "tool-call":
             call_id, name = item.get("call_id"), item.get("name")
             block.id = call_id if isinstance(call_id, str) else None
@@ -162,8 +149,8 @@ class ResponsesRebuilder:
         block = self._open.pop(index, None)
         if block is None:
             return []
-        item = item if isinstance(item, dict) else {}
-        return [{"type": "block-end", "index": block.index, "block": block.whole(item)}]
+        block.preset = _item_text(block.kind, item if isinstance(item, dict) else {})
+        return [{"type": "block-end", "index": block.index, "block": block.whole()}]
 
     def end(self) -> list[Chunk]:
         out: list[Chunk] = []
@@ -202,8 +189,7 @@ def _events_of_response(response: dict[str, Any]) -> list[SseEvent]:
         out.append(event({"type": "response.output_item.added", "output_index": k, "item": item}))
         kind = _KINDS.get(str(item.get("type")))
         if kind is not None:
-            text = _Block(kind, k).whole(item)
-            whole = text.get("arguments" if kind == "tool-call" else "text")
+            whole = _item_text(kind, item)
             if whole:
                 delta = {"text": "response.output_text.delta",
                          "reasoning": "response.reasoning_text.delta",

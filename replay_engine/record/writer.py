@@ -6,7 +6,8 @@ advances), ``step/start``, one ``user/message`` / ``tool/result`` per new reques
 ``step/end``. A call's lines are written in one append once it ends, in the slot of its
 start (calls of one session are logged in request order, however they finish), so a killed
 recorder leaves only whole calls. An upstream failure of the primary makes
-``replay.override.json`` the bare list deciding it; a child's failure is reported, naming the
+``replay.override.json`` the bare list deciding it (``primary_sidecar``: it and the log always
+hold the same calls); a child's failure is reported, naming the
 call. ``--format v4`` writes ``session[.N].v4.jsonl`` instead (SPEC 2b): per call one settlement
 event holding its compact stream (record/settlement.py) in place of the chunk events. Text is
 written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
@@ -20,19 +21,19 @@ import contextlib
 import os
 import uuid
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..authoring.compare import render_document
 from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
-from ..files import atomic_write
 from ..jsonlimits import json_text
-from ..scenario.layout import SIDECAR_NAME, log_file_name
-from ..scenario.sidecar import validate_sidecar
+from ..scenario.layout import log_file_name
 from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
 from .dialect import INVALID_RESPONSE, Chunk, RequestMessage
 from .directory import lock_directory, prepare_directory
+from .primary_sidecar import PrimarySidecar
 from .redact import Redactor
+from .scrub import Scrubber
 from .settlement import FORMAT_VERSION, run_key, run_record, settlement
 
 FORMATS = {"v1": 0, "v4": FORMAT_VERSION}
@@ -68,17 +69,21 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise write_error(path, exc, 0) from None
+        self._begin(created_at)
+
+    def _begin(self, created_at: int) -> None:
+        """Write the header (a log that continues another one writes none)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise write_error(path, exc, 0) from None
         self._write([_dumps(header)])
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
@@ -93,7 +98,7 @@ class SessionLog:
             self.step = 1
         else:
             self.step += 1
-        call = Call(self, self.turn, self.step, new_turn, now_ms(),
+        call = Call(self.recorder, self.session, self.turn, self.step, new_turn, now_ms(),
                     [m for m in fresh if m.role in ("user", "tool")])
         self.pending.append(call)
         return call
@@ -224,10 +229,12 @@ class ScenarioRecorder:
             self._lock.release()
             raise
         self.redact = Redactor()
+        self.scrub = Scrubber()
+        """The user's scrub hooks and rules (none unless given)."""
         self.sessions: dict[str | None, SessionLog] = {}
         self.in_flight: set[Call] = set()
-        self.primary_entries: list[dict[str, Any]] = []
-        self.primary_failed = False
+        self.sidecar = PrimarySidecar(self.directory, self.redact)
+        """The primary's calls as the sidecar deciding them (written once one failed)."""
         self.problems: list[str] = []
         self.reports: list[CallReport] = []
         self.listeners: list[Listener] = []
@@ -238,6 +245,11 @@ class ScenarioRecorder:
         self.dropped: list[Call] = []
         """Calls still streaming when the recording stopped (not written)."""
         self._last_created = 0
+
+    @property
+    def primary_failed(self) -> bool:
+        """A primary call failed upstream: ``replay.override.json`` decides the primary."""
+        return self.sidecar.failed
 
     @property
     def recording(self) -> bool:
@@ -251,13 +263,8 @@ class ScenarioRecorder:
             return None
         log = self.sessions.get(session)
         if log is None:
-            created = max(now_ms(), self._last_created + 1)  # children keep first-call order
-            self._last_created = created
-            ordinal = len(self.sessions) or None
-            name = log_file_name(ordinal, self.generation)
             try:
-                log = SessionLog(self, self.directory / name, session, created,
-                                 primary=ordinal is None)
+                log = self._new_log(session)
             except ReplayError as exc:
                 self._failed(exc)
                 return None
@@ -266,15 +273,39 @@ class ScenarioRecorder:
         self.in_flight.add(call)
         return call
 
+    def _new_log(self, session: str | None) -> SessionLog:
+        """The log a session's first call creates: the primary's, then the next child's."""
+        created = max(now_ms(), self._last_created + 1)  # children keep first-call order
+        self._last_created = created
+        ordinal = len(self.sessions) or None
+        return SessionLog(self, self.directory / log_file_name(ordinal, self.generation), session,
+                          created, primary=ordinal is None)
+
+    def record_call(self, session: str | None, read: Callable[[dict[str, Any]],
+                    list[RequestMessage]], body: dict[str, Any]) -> Call | None:
+        """``open_call`` for a request body: its messages as ``read`` takes them, scrubbed; None
+        when the recording stopped (also when a scrub hook failed: it stops the recording)."""
+        try:
+            messages = self.scrub.messages(read, body)
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        return self.open_call(session, messages)
+
     def end_call(self, call: Call, failure: tuple[str, str] | None) -> CallReport | None:
         """A call ended (``failure``: the upstream's message and code): written now when every
         earlier call of its session is, else as soon as they are; its report when written."""
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = (self.redact(failure[0]), failure[1]) if failure is not None else None
+        call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
+                        if failure is not None else None)
         self.in_flight.discard(call)
-        return self._flush(call.log).get(id(call))
+        return self._flush(self.sessions[call.session]).get(id(call))
+
+    def drop_call(self, call: Call) -> None:
+        """A call that will never be written is no longer in flight."""
+        self.in_flight.discard(call)
 
     def _flush(self, log: SessionLog) -> dict[int, CallReport]:
         """Write the session's ended calls that are next in request order."""
@@ -288,16 +319,18 @@ class ScenarioRecorder:
 
     def _write_call(self, call: Call) -> CallReport | None:
         call.done = True
-        log = call.log
+        log = self.sessions[call.session]
         index = log.calls
-        call.timed = list(zip(self.redact.chunks(call.chunks), (at for _, at in call.timed),
-                              strict=True))
         try:
+            chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
+            call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure
-            if log.primary:  # the sidecar first: a kill between the two writes leaves a bare
-                self._primary_call(call, failure)  # list that still decides every call of the log
-            log.write_call(lines)
+            if log.primary:  # the sidecar entry first, taken back when the log write fails
+                with self.sidecar.deciding(call.chunks, failure):
+                    log.write_call(lines)
+            else:
+                log.write_call(lines)
         except ReplayError as exc:
             self._failed(exc)
             return None
@@ -336,17 +369,18 @@ class ScenarioRecorder:
     def _lines(self, call: Call) -> list[str]:
         """The call's log lines; an answer that cannot be written as JSON (a number that is not
         finite, nesting too deep) is recorded as the failure it is, without its chunks."""
+        log = self.sessions[call.session]
         try:
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
         except (ValueError, RecursionError) as exc:
             call.failure = (f"the recorder could not write the upstream's answer as JSON "
                             f"({type(exc).__name__}: {str(exc)[:200]})", INVALID_RESPONSE)
             call.timed = []
         try:
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
         except (ValueError, RecursionError):
             call.new_messages = []  # the request's own content cannot be written either
-            return call.log.call_lines(call, call.failure)
+            return log.call_lines(call, call.failure)
 
     def _failed(self, error: ReplayError) -> None:
         if self.failure is not None:
@@ -354,34 +388,6 @@ class ScenarioRecorder:
         self.failure = error
         for listener in self.failure_listeners:
             listener(error)
-
-    def _primary_call(self, call: Call, failure: tuple[str, str] | None) -> None:
-        if failure is None:
-            self.primary_entries.append({"kind": "chunks", "chunks": call.chunks})
-        else:
-            self.primary_failed = True
-            self.primary_entries.append({"kind": "throw", "chunks": call.chunks,
-                                         "message": failure[0] or "upstream failure",
-                                         "code": failure[1] or "SERVER"})
-        if self.primary_failed:
-            try:
-                self.write_sidecar()
-            except BaseException:
-                self.primary_entries.pop()
-                raise
-
-    def write_sidecar(self) -> Path:
-        """``replay.override.json`` as the bare list of every primary call, atomically, in the
-        form ``dsh-replay override`` writes (validated first; InputError RECORD_WRITE when it
-        cannot be written)."""
-        path = self.directory / SIDECAR_NAME
-        validate_sidecar(self.primary_entries, str(path))
-        text = render_document(self.primary_entries)
-        try:
-            atomic_write(path, self.redact(text).encode("utf-8"))
-        except OSError as exc:
-            raise write_error(path, exc, len(self.primary_entries) - 1) from None
-        return path
 
     def close(self) -> list[Call]:
         """Finish the recording: write what ended, drop calls still streaming (one with ended

@@ -13,11 +13,13 @@ from .app import create_app, set_app_scenario
 from .guard import is_loopback
 from .request_body import MAX_BODY_BYTES
 from .runner import ReplayServer, serve_scenario
-from .served import DEFAULT_PROVIDERS, ScenarioSource
+from .served import DEFAULT_PROVIDERS, Overflowed, OverflowHandler, ScenarioSource
 
 __all__ = [
     "DEFAULT_PROVIDERS",
     "MAX_BODY_BYTES",
+    "Overflowed",
+    "OverflowHandler",
     "ReplayServer",
     "ScenarioSource",
     "create_app",

@@ -19,8 +19,9 @@ from starlette.routing import Route
 
 from ..engine import ReplayEngine
 from ..models import ProviderConfig
+from ..safe_text import shown
 from ..wire.anthropic import MessagesDialect
-from ..wire.dialect import Dialect
+from ..wire.dialect import Dialect, WireOptions
 from ..wire.gemini import GeminiDialect
 from ..wire.native import NativeDialect
 from ..wire.openai_chat import ChatDialect
@@ -31,27 +32,31 @@ from .preamble import bare_path
 from .served import ScenarioSource, Served
 
 
-def default_dialects() -> list[Dialect]:
-    """The dialects every app serves."""
-    return [ChatDialect(), MessagesDialect(), ResponsesDialect(), GeminiDialect(), NativeDialect()]
+def default_dialects(options: WireOptions | None = None) -> list[Dialect]:
+    """The dialects every app serves, set as ``options`` say."""
+    options = options or WireOptions()
+    return [ChatDialect(error_finish=options.chat_error_finish), MessagesDialect(),
+            ResponsesDialect(reasoning=options.responses_reasoning), GeminiDialect(),
+            NativeDialect()]
 
 
 def _error_handler(status: int, code: str, dialects: Sequence[Dialect]
                    ) -> Callable[[Request, Exception], Any]:
-    """404 / 405 / 500 as JSON, in the error shape of the dialect the path belongs to."""
+    """404 / 405 / 500 as JSON, in the error shape of the dialect the path belongs to (the
+    path and method quoted capped: a 60 KB path gets no 60 KB answer)."""
     fallback = ChatDialect()
 
     async def handle(request: Request, exc: Exception) -> Response:
         headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
         allow = {k.lower(): v for k, v in headers.items()}.get("allow")
         path = request.url.path
+        where, method = shown(path), shown(request.method)
         if status == 404:
-            message = f"no route {path}; see GET /replay/v1/scripts for what is served"
+            message = f"no route {where}; see GET /replay/v1/scripts for what is served"
         elif status == 405:
-            message = (f"{request.method} is not allowed on {path}"
-                       + (f"; use {allow}" if allow else ""))
+            message = f"{method} is not allowed on {where}" + (f"; use {allow}" if allow else "")
         else:
-            message = f"internal error while answering {request.method} {path}"
+            message = f"internal error while answering {method} {where}"
         bare = bare_path(path)
         dialect = next((d for d in dialects if d.owns(bare)), fallback)
         body = dialect.error_body(message, code, status)
@@ -68,6 +73,7 @@ def create_app(
     reload: Callable[[], object] | None = None,
     sdk_retries: bool = False,
     dialects: Sequence[Dialect] | None = None,
+    wire: WireOptions | None = None,
 ) -> Starlette:
     """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run.
 
@@ -75,12 +81,14 @@ def create_app(
     clients that can set a base URL but no header. ``scenario`` may be a callable
     returning the current scenario; ``set_app_scenario`` changes it later.
     ``sdk_retries`` leaves ``x-should-retry: false`` off the model routes' error answers.
-    ``dialects`` replaces the default set of wire dialects.
+    ``dialects`` replaces the default set of wire dialects; ``wire`` sets the default ones
+    (``--chat-error-finish``, ``--responses-reasoning``).
     """
-    served = Served(engine, scenario, providers, reload, sdk_retries)
-    wires = list(dialects) if dialects is not None else default_dialects()
+    served = Served(engine, scenario, providers, reload, sdk_retries, wire)
+    wires = list(dialects) if dialects is not None else default_dialects(served.wire)
     model_routes: list[tuple[str, Endpoint, list[str]]] = [
-        (path, ModelCall(served, dialect).endpoint, ["POST"]) for dialect in wires for path in dialect.routes]
+        (path, ModelCall(served, dialect, path).endpoint, ["POST"])
+        for dialect in wires for path in dialect.routes]
     model_routes += Catalog(served).table()
     routes = []
     control = Control(served)

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 from ..engine import CallHandle
 from ..errors import ReplayError
 from ..models import ThrowEntry
-from ..wire.dialect import CallRequest, Dialect, StreamEncoder
+from ..wire.dialect import Assembler, CallRequest, Dialect, StreamEncoder
 from ..wire.jsonbytes import encode as encode_json
 
 YIELD_EVERY = 64
@@ -172,21 +172,24 @@ class CallStream:
 
 
 class CallCompletion:
-    """Serves one bound call as its dialect's single JSON answer (``stream: false``)."""
+    """Serves one bound call as its dialect's single JSON answer (``stream: false``), folded by
+    ``assembler`` (default: a fresh one of the dialect)."""
 
     def __init__(self, handle: CallHandle, dialect: Dialect, call: CallRequest, label: str,
-                 error_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+                 error_headers: Sequence[tuple[bytes, bytes]] = (), *,
+                 assembler: Assembler | None = None) -> None:
         self.handle = handle
         self.dialect = dialect
         self.call = call
         self.label = label
         self.error_headers = error_headers
+        self.assembler = assembler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         dialect = self.dialect
 
         async def body(chunks: AsyncIterator[dict[str, Any]]) -> None:
-            assembler = dialect.assembler(self.call)
+            assembler = self.assembler or dialect.assembler(self.call)
             served = 0
             try:
                 async for chunk in chunks:

@@ -1,5 +1,6 @@
-"""The control routes (SPEC 8.3) and the provider catalog (SPEC 7): everything a harness or
-the debugger asks the server that is not a model call."""
+"""The control routes (SPEC 8.3), the provider catalog (SPEC 7, 8.1) and the served responses
+(SPEC 8.5): everything a harness, the debugger or an agent asks the server that is not a
+model call."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ..errors import ReplayError
 from ..models import SessionScript
 from ..safe_text import shown
 from ..scenario.loading import Scenario
+from ..wire.dialect import openai_error_body
 from ..wire.jsonbytes import JSONResponse
-from ..wire.openai_chat import error_body
 from .request_body import BadRequest, read_json_body, session_field
 from .served import Served
 
@@ -50,15 +51,25 @@ def _no_call(request: Request) -> JSONResponse:
                         status_code=404)
 
 
+def _model(model_id: str, owner: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": owner}
+
+
 class Catalog:
-    """``GET /v1/models`` and ``GET /v1/models/{id}``: the configured provider catalog."""
+    """``GET /v1/models`` and ``GET /v1/models/{id}``: the configured provider catalog; without
+    one, ``replay`` and every model the server's requests named, and any id answered (agents
+    check their model at start)."""
 
     def __init__(self, served: Served) -> None:
         self.served = served
 
     def _model_list(self) -> list[dict[str, Any]]:
-        return [{"id": m.id, "object": "model", "created": 0, "owned_by": p.id}
-                for p in self.served.providers for m in p.models]
+        listed = [_model(m.id, p.id) for p in self.served.providers for m in p.models]
+        if not self.served.catalog:
+            seen = {m["id"] for m in listed}
+            listed += [_model(name, "replay") for name in self.served.named_models
+                       if name not in seen]
+        return listed
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": self._model_list()})
@@ -68,15 +79,32 @@ class Catalog:
         for model in self._model_list():
             if model["id"] == wanted:
                 return JSONResponse(model)
+        if not self.served.catalog:
+            self.served.named(wanted)
+            return JSONResponse(_model(wanted, "replay"))
         known = ", ".join(m["id"] for m in self._model_list())
         return JSONResponse(
-            error_body(f"model {shown(wanted)} is not in the catalog; it offers: {known}",
-                       "MODEL_NOT_FOUND"), status_code=404, headers=self.served.no_retry)
+            openai_error_body(f"model {shown(wanted)} is not in the catalog; it offers: {known}",
+                              "MODEL_NOT_FOUND"), status_code=404, headers=self.served.no_retry)
+
+    async def response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: a response this run served, as it stands now."""
+        run = self.served.run(request)
+        wanted = str(request.path_params["response"])
+        found = self.served.answers.get(run, wanted)
+        if found is not None:
+            return JSONResponse(found)
+        return JSONResponse(openai_error_body(
+            f"no response {shown(wanted)} was served in run {shown(run)}; GET /v1/responses/<id> "
+            f"answers the responses the run served (its newest {self.served.engine.journal_limit})"
+            " until it is reset", "RESPONSE_NOT_FOUND", refused=True),
+            status_code=404, headers=self.served.no_retry)
 
     def table(self) -> list[tuple[str, Endpoint, list[str]]]:
-        """(path, endpoint, methods) of the catalog routes."""
+        """(path, endpoint, methods) of the catalog and served-response routes."""
         return [("/v1/models", self.models, ["GET"]),
-                ("/v1/models/{model:path}", self.model, ["GET"])]
+                ("/v1/models/{model:path}", self.model, ["GET"]),
+                ("/v1/responses/{response}", self.response, ["GET"])]
 
 
 class Control:
@@ -123,6 +151,7 @@ class Control:
         diverged = self.engine.first_divergence(run)
         if problems:
             return JSONResponse({"ok": False, "problems": problems, "firstDivergence": diverged,
+                                 "unconsumed": self.engine.consumed_problems(run),
                                  "strict": self.engine.strict}, status_code=409)
         return JSONResponse({"ok": True, "firstDivergence": diverged,
                              "strict": self.engine.strict})

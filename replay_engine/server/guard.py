@@ -10,6 +10,8 @@
   can send cross-site without asking first are text/plain and form encodings);
 - a run or session id in the path outside the printable set or longer than ``MAX_ID``
   (such ids end up in log lines and the verdict).
+
+A refusal quotes the value it refused capped (``shown``): a 60 KB header gets no 60 KB answer.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..safe_text import printable
+from ..safe_text import printable, shown
 
 __all__ = ["MAX_ID", "RequestGuard", "bad_id", "printable"]
 
@@ -99,7 +101,7 @@ class RequestGuard:
             name = _hostname(host.decode("latin-1"))
             if not self.host_allowed(name):
                 return _refuse(403, "HOST_NOT_ALLOWED",
-                               f"Host {printable(name)!r} is not served: this server answers "
+                               f"Host {shown(name)} is not served: this server answers "
                                "loopback names and its listening address only; start it with "
                                "--allow-host NAME to accept another")
         origin = headers.get(b"origin")
@@ -109,7 +111,7 @@ class RequestGuard:
             if parts.scheme not in ("http", "https") or not parts.hostname \
                     or not self.host_allowed(parts.hostname):
                 return _refuse(403, "ORIGIN_NOT_ALLOWED",
-                               f"requests from web pages of origin {printable(text)!r} are "
+                               f"requests from web pages of origin {shown(text)} are "
                                "refused; start the server with --allow-host NAME to accept "
                                "that origin's host")
         if scope.get("method") == "POST":
@@ -118,15 +120,14 @@ class RequestGuard:
                 media = kind.decode("latin-1").split(";", 1)[0].strip().lower()
                 if media != "application/json" and not media.endswith("+json"):
                     return _refuse(415, "UNSUPPORTED_MEDIA_TYPE",
-                                   f"POST bodies must be application/json, got "
-                                   f"{printable(media)!r}")
+                                   f"POST bodies must be application/json, got {shown(media)}")
         match = _PATH_IDS.match(scope.get("path", ""))
         if match is not None:
             for what in ("run", "session"):
                 value = match.group(what)
                 if value is not None and bad_id(value):
                     return _refuse(400, "INVALID_ID",
-                                   f"{what} id {printable(value[:MAX_ID])!r} is not accepted: "
+                                   f"{what} id {shown(value, MAX_ID)} is not accepted: "
                                    f"use 1 to {MAX_ID} printable ASCII characters, no spaces "
                                    "or control characters")
         return None

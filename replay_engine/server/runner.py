@@ -19,13 +19,14 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..engine import Pace, ReplayEngine
+from ..engine import BindMode, Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
+from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
-from .served import ScenarioSource
+from .served import OverflowHandler, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after
@@ -99,11 +100,21 @@ class EmbeddedUvicorn:
         )
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()
+        self.port = 0
+        """The bound port, once listening."""
 
     @property
     def running(self) -> bool:
         """Whether it serves now."""
         return self._task is not None
+
+    async def listen(self, host: str, port: int) -> str:
+        """Bind ``host``:``port`` (0: any free port), start serving on it and return the base
+        URL (``port`` then holds the bound port); OSError when it cannot bind."""
+        sock = bind_socket(host, port)
+        await self.start(sock)
+        self.port = sock.getsockname()[1]
+        return socket_url(host, sock)
 
     async def start(self, sock: socket.socket) -> None:
         """Start serving on ``sock`` (closed again if uvicorn cannot start)."""
@@ -153,10 +164,12 @@ class ReplayServer:
         allow_hosts: tuple[str, ...] | list[str] = (),
         header_timeout: float = HEADER_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        wire: WireOptions | None = None,
     ) -> None:
         """``allow_hosts``: Host / Origin names served besides loopback and ``host``;
         ``header_timeout``: seconds a connection may take to send a request head;
-        ``max_connections``: connections beyond it are answered 503."""
+        ``max_connections``: connections beyond it are answered 503; ``wire``: how the
+        dialects put what a provider's wires say two ways (``WireOptions``)."""
         self.engine = engine
         self.header_timeout = header_timeout
         self.max_connections = max_connections
@@ -166,7 +179,7 @@ class ReplayServer:
         self._scenario: ScenarioSource = scenario
         if app is None:
             app = self._routes = create_app(engine, scenario=scenario, providers=providers,
-                                            reload=reload, sdk_retries=sdk_retries)
+                                            reload=reload, sdk_retries=sdk_retries, wire=wire)
         self.app: ASGIApp = RequestGuard(app, host=host, allow_hosts=allow_hosts)
         self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
@@ -188,6 +201,13 @@ class ReplayServer:
         if self._routes is not None:
             set_app_scenario(self._routes, scenario)
 
+    def set_overflow(self, run: str, handler: OverflowHandler | None,
+                     dialects: frozenset[str] = frozenset()) -> None:
+        """Who answers ``run``'s calls past the recording (``Served.set_overflow``)."""
+        if self._routes is None:
+            raise RuntimeError("this server serves an app of its own; set its overflow there")
+        served_by(self._routes).set_overflow(run, handler, dialects)
+
     @property
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:8765`` (once started)."""
@@ -203,13 +223,10 @@ class ReplayServer:
         # importing its asyncio backend (tens of milliseconds) on its first Event.
         self.engine.prepare()
         anyio.Event()
-        sock = bind_socket(self.host, self.port)
         runner = EmbeddedUvicorn(self.app, graceful_s=3, header_timeout=self.header_timeout,
                                  max_connections=self.max_connections)
-        await runner.start(sock)
-        self._runner = runner
-        self.port = sock.getsockname()[1]
-        self._url = socket_url(self.host, sock)
+        self._url = await runner.listen(self.host, self.port)
+        self._runner, self.port = runner, runner.port
         return self._url
 
     async def stop(self) -> None:
@@ -240,10 +257,12 @@ async def serve_scenario(
     ready_dir: str | Path | None = None,
     providers: list[ProviderConfig] | None = None,
     sdk_retries: bool = False,
+    wire: WireOptions | None = None,
+    bind: BindMode = "content",
 ) -> AsyncIterator[ReplayServer]:
     """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
     scenario = load_scenario(path)
-    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir)
+    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
 
     def reload() -> Scenario:
         fresh = load_scenario(path)
@@ -251,5 +270,6 @@ async def serve_scenario(
         return fresh
 
     async with ReplayServer(engine, host=host, port=port, providers=providers,
-                            scenario=scenario, reload=reload, sdk_retries=sdk_retries) as server:
+                            scenario=scenario, reload=reload, sdk_retries=sdk_retries,
+                            wire=wire) as server:
         yield server

@@ -10,15 +10,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pytest
-
     from .servers import ServerPool
 
 
 class InProcessClients:
     """``http_client`` and ``async_http_client`` of the ``dsh_replay`` fixture."""
 
-    _config: pytest.Config
+    _pool: ServerPool
 
     def http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
         """An httpx2 ``Client`` (httpx's where httpx2 is not installed, or ``module``'s) whose
@@ -26,17 +24,12 @@ class InProcessClients:
         addresses go out as usual."""
         from .transport import http_client
 
-        pool = self._server_pool()
+        pool = self._pool
         return http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
 
     def async_http_client(self, module: ModuleType | None = None, **kwargs: Any) -> Any:
         """``http_client`` for asyncio code: an ``AsyncClient`` of the same module."""
         from .transport import async_http_client
 
-        pool = self._server_pool()
+        pool = self._pool
         return async_http_client(pool.app_at, lambda: pool.loop.loop, module, **kwargs)
-
-    def _server_pool(self) -> ServerPool:
-        from .pytest_plugin import _pool  # the fixture's own module, loaded by now
-
-        return _pool(self._config)

@@ -22,6 +22,7 @@ from typing import Any, cast
 import httpx
 
 from ..errors import ABORTED, BINDING_CODES, ConfigError, ServerUnreachableError
+from ..wire.dialect import failure_of
 from .demo_gemini import GEMINI_FINISH, stream_gemini
 from .demo_result import Streamed as _Streamed
 
@@ -104,27 +105,17 @@ def _expected_text(chunks: list[dict[str, Any]]) -> str:
 def _expected_finish(chunks: list[dict[str, Any]], dialect: str = "openai") -> str | None:
     """How a recorded call should end on ``dialect``'s wire, when it is known.
 
-    An error finish is a lower-case ``finish_reason`` on chat completions; the other dialects
-    end the stream with an error instead, written ``error CODE``.
+    An error finish ends the stream with an error on every dialect, written ``error CODE``
+    (``--chat-error-finish reason`` sends the code as a lower-case ``finish_reason``).
     """
     for chunk in reversed(chunks):
         if chunk.get("type") == "finish":
             reason = chunk.get("reason")
             kind = reason.get("kind") if isinstance(reason, dict) else None
             if kind == "error" and isinstance(reason, dict):
-                code = _error_finish_code(reason)
-                return code.lower() if dialect == "openai" else f"error {code}"
+                return f"error {failure_of(reason)[1]}"
             return FINISH_REASONS[dialect].get(str(kind))
     return None
-
-
-def _error_finish_code(reason: dict[str, Any]) -> str:
-    """The failure code of a recorded error finish, as the wires read it (failure first)."""
-    failure = reason.get("failure")
-    for holder in (failure, reason):
-        if isinstance(holder, dict) and isinstance(holder.get("code"), str) and holder["code"]:
-            return str(holder["code"])
-    return "ERROR"
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -291,7 +282,7 @@ class _Driver:
             expected = _expected_text(chunks)
             if got.text != expected:
                 problems.append(f"text {_short(got.text)!r} differs from recorded {_short(expected)!r}")
-        if finish is not None and got.finish != finish:
+        if finish not in (None, got.finish, f"error {str(got.finish).upper()}"):
             problems.append(f"{FINISH_NAMES[self.dialect]} {got.finish} but recorded {finish}")
         self._extend(messages, got)
         summary = _describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)

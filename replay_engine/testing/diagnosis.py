@@ -16,6 +16,7 @@ from typing import Any
 from ..context import live_new_messages, recorded_context
 from ..divergence import divergence
 from ..engine.state import session_label
+from ..engine.verdict import call_label
 from ..models import SessionScript
 
 
@@ -35,11 +36,6 @@ def _script_name(script: SessionScript) -> str:
     return Path(script.file).name if script.file else "the sidecar"
 
 
-def _key(script: SessionScript, call_index: int) -> str:
-    key = script.entries[call_index].call_key if call_index < len(script.entries) else None
-    return f"turn/step {key}" if key is not None else "a sidecar entry"
-
-
 def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index: int,
           messages: Any) -> str | None:
     """One line: how the live request's new messages differ from the recorded ones there."""
@@ -56,40 +52,47 @@ def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index
 
 
 def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> list[str]:
-    """A binding error: the error, the live call with its recorded turn/step, and the diff."""
+    """A binding error: the error, the live call with its recorded turn/step, and the diff
+    (calls numbered from 0, as the engine and the debugger number them)."""
     lines = [f"binding error {refused.code}: {refused.message}"]
     who = session_label(refused.session)
     si, ci = refused.script_index, refused.call_index
     if si is None or ci is None or si >= len(scripts):
         names = ", ".join(_script_name(s) for s in scripts) or "none"
-        lines.append(f"  call: the first model call of {who}; the recorded sessions "
-                     f"({names}) are all bound already")
+        lines.append(f"  call: the first call of {who}; the recorded sessions ({names}) are all "
+                     "bound already")
         diff = _diff(scripts, None, 0, refused.messages)
     else:
         script = scripts[si]
         last = len(script.entries) - 1
-        where = (f"its last recorded call is #{last + 1} ({_key(script, last)})" if last >= 0
-                 else "the script records no call")
-        lines.append(f"  call: model call #{ci + 1} of {who} (script {si}, {_script_name(script)}): "
-                     f"past the recording, {where}")
+        where = (f"its last recorded call is #{last}{_turn_step(scripts, si, last)}"
+                 if last >= 0 else "the script records no call")
+        lines.append(f"  call: {who}: call #{ci} of script {si} ({_script_name(script)}): past "
+                     f"the recording; {where}")
         diff = _diff(scripts, si, ci, refused.messages)
     if diff is not None:
         lines.append(f"  diff: {diff}")
     return lines
 
 
+def _turn_step(scripts: Sequence[SessionScript], si: int, ci: int) -> str:
+    """`` (turn/step 1/2)`` of a recorded call, as ``call_label`` words it."""
+    label = call_label(scripts, si, ci)
+    return label[label.index(" ("):] if " (" in label else ""
+
+
 def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[str, Any]]) -> str | None:
     """The earliest call whose live request left the recording, from the journal's
-    ``divergence`` (the engine's one comparison), with its recorded turn/step and file."""
+    ``divergence`` (the engine's one comparison), worded as the engine's verdict words it,
+    with the log it is in."""
     for record in journal:
         found = record.get("divergence")
         si, ci = record.get("scriptIndex"), record.get("callIndex")
         if not isinstance(found, dict) or not isinstance(si, int) or not isinstance(ci, int):
             continue
         who = session_label(record.get("sessionKey"))
-        where = (f" ({_key(scripts[si], ci)}, {_script_name(scripts[si])})"
-                 if si < len(scripts) and ci < len(scripts[si].entries) else "")
-        return f"first divergence: model call #{ci + 1} of {who}{where}: {found.get('text')}"
+        where = f" in {_script_name(scripts[si])}" if si < len(scripts) else ""
+        return f"first divergence: {who}: {call_label(scripts, si, ci)}{where}: {found.get('text')}"
     return None
 
 
@@ -116,16 +119,19 @@ def failure_report(
     scripts: Sequence[SessionScript],
     journal: Sequence[dict[str, Any]],
     refused: Sequence[RefusedCall],
+    unconsumed: Sequence[str],
     problems: Sequence[str],
     *,
     failed: bool = False,
 ) -> list[str]:
-    """Every problem of one scenario's run in a test, one item per line (empty: none); the
+    """Every problem of one scenario's run in a test, one item per line (empty: none): binding
+    errors, SPEC 5's ``unconsumed`` problems (said so), the verdict's other ``problems``; the
     first divergence always goes with them, and alone when the test ``failed`` by itself."""
     lines: list[str] = []
     for call in refused:
         lines.extend(describe_refused(scripts, call))
-    lines.extend(f"not consumed: {problem}" for problem in problems)
+    lines.extend(f"not consumed: {problem}" for problem in unconsumed)
+    lines.extend(problems)
     divergence = first_divergence(scripts, journal)
     if not lines and not (failed and divergence is not None):
         return []

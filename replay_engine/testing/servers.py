@@ -15,21 +15,25 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from starlette.types import ASGIApp
 
+from ..engine import BindMode, StepMode
 from ..models import HangEntry
 from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME
 from ..server import ReplayServer, serve_scenario
 
+if TYPE_CHECKING:
+    from ..record import Recording, Scrubber
+
 T = TypeVar("T")
 
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
-"""Overrides the debugger command (split like a shell would; the scenario and the
-``--port 0 --url-file F`` arguments are appended)."""
+"""Overrides the debugger command (split like a shell would; the scenario, ``--port 0
+--url-file F --verdict-file V`` and the test's flags are appended)."""
 DEBUGGER_START_SECONDS = 60.0
 
 
@@ -112,13 +116,14 @@ def holds_scenario(directory: Path) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def record_into(directory: Path, upstream: str, *, force: bool) -> AsyncIterator[str]:
-    """Record what the test's agent sends into ``directory`` through the recorder proxy;
-    yields the proxy's base URL and finishes the scenario on exit."""
+async def record_into(directory: Path, upstream: str, *,
+                      scrub: Scrubber | None = None) -> AsyncIterator[Recording]:
+    """Record what the test's agent sends into ``directory`` (an empty attempt directory)
+    through the recorder proxy; yields the recording and finishes its logs on exit."""
     from ..record import record_scenario  # loaded only by tests that record
 
-    async with record_scenario(directory, upstream, port=0, force=force) as recorder:
-        yield recorder.url.rstrip("/")
+    async with record_scenario(directory, upstream, port=0, scrub=scrub) as recording:
+        yield recording
 
 
 class ServerPool:
@@ -126,7 +131,7 @@ class ServerPool:
 
     def __init__(self) -> None:
         self._loop: LoopThread | None = None
-        self._servers: dict[Path, ReplayServer] = {}
+        self._servers: dict[tuple[Path, BindMode], tuple[ReplayServer, Hosted]] = {}
         self._hosted: list[Hosted] = []
         self._ready_files: dict[Path, bool] = {}
         self._ready_root: Path | None = None
@@ -140,21 +145,21 @@ class ServerPool:
             self._loop = LoopThread()
         return self._loop
 
-    def server(self, directory: Path) -> ReplayServer:
+    def server(self, directory: Path, bind: BindMode = "content") -> ReplayServer:
         """The started server of ``directory`` (loaded and started on first use)."""
-        server = self._servers.get(directory)
-        if server is None:
+        known = self._servers.get((directory, bind))
+        if known is None:
             if self._ready_root is None:
                 self._ready_root = Path(tempfile.mkdtemp(prefix="dsh-replay-ready-"))
             hosted = Hosted()
             server = self.loop.run(hosted.start(serve_scenario(
-                directory, ready_dir=self._ready_root)))
+                directory, bind=bind, ready_dir=self._ready_root)))
             self._hosted.append(hosted)
-            self._servers[directory] = server
+            known = self._servers[(directory, bind)] = (server, hosted)
             self._ready_files[directory] = any(
                 isinstance(item.entry, HangEntry) and item.entry.readyFile is not None
                 for script in server.engine.scripts for item in script.entries)
-        return server
+        return known[0]
 
     def has_ready_files(self, directory: Path) -> bool:
         """Whether the scenario served from ``directory`` has hang readyFiles (tests of one
@@ -164,24 +169,29 @@ class ServerPool:
 
     def app_at(self, host: str, port: int) -> ASGIApp | None:
         """The app of the replay server listening on ``host``:``port`` (None: none of ours)."""
-        for server in list(self._servers.values()):  # a client may ask from any thread
+        for server, _ in list(self._servers.values()):  # a client may ask from any thread
             if server.port == port and server.host == host:
                 return server.app
         return None
 
-    def start_recording(self, directory: Path, upstream: str, *, force: bool) -> tuple[str, Hosted]:
-        """Start a recorder into ``directory``; returns its base URL and the handle to stop it."""
+    def start_recording(self, directory: Path, upstream: str, *,
+                        scrub: Scrubber | None = None) -> tuple[Recording, Hosted]:
+        """Start a recorder into ``directory``; returns the recording and the handle to stop it."""
         hosted = Hosted()
-        url = self.loop.run(hosted.start(record_into(directory, upstream, force=force)))
-        return url, hosted
+        recording = self.loop.run(hosted.start(record_into(directory, upstream, scrub=scrub)))
+        return recording, hosted
 
-    def stop_recording(self, directory: Path, hosted: Hosted) -> None:
-        """Finish a recording; later tests of this session replay what it wrote."""
-        try:
-            self.loop.run(hosted.stop())
-        finally:
-            self.recorded.add(directory)
-            self._servers.pop(directory, None)
+    def stop_recording(self, hosted: Hosted) -> None:
+        """Finish a recording's logs (its failure, if it had one, is raised here)."""
+        self.loop.run(hosted.stop())
+
+    def changed(self, directory: Path) -> None:
+        """The scenario in ``directory`` was (re)written: later tests load it anew."""
+        for key in [key for key in self._servers if key[0] == directory]:
+            _, hosted = self._servers.pop(key)
+            self._hosted.remove(hosted)
+            with contextlib.suppress(Exception):
+                self.loop.run(hosted.stop())
 
     def close(self) -> None:
         """Stop every server and the loop."""
@@ -217,13 +227,30 @@ def debugger_base_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "dsh_replay_tui"]
 
 
+def debugger_flags(mode: StepMode, breaks: Sequence[tuple[int, int]], *, strict: bool,
+                   bind: BindMode) -> list[str]:
+    """The debugger's flags for a test: its start mode and breakpoints (``run`` and none are
+    the debugger's defaults, left out), ``--strict`` and ``--bind`` as the test replays."""
+    flags = [] if mode == "run" else ["--mode", mode]
+    for script, call in breaks:
+        flags += ["--break", f"{script}:{call}"]
+    if strict:
+        flags.append("--strict")
+    if bind != "content":
+        flags += ["--bind", bind]
+    return flags
+
+
 class Debugger:
     """A debugger process serving one scenario to one test, on the user's terminal."""
 
-    def __init__(self, scenario: Path, work: Path) -> None:
+    def __init__(self, scenario: Path, work: Path, flags: Sequence[str] = ()) -> None:
         self.url_file = work / "debugger.url"
+        self.verdict_file = work / "verdict.json"
+        """Where the debugger writes the run's verdict when it is quit."""
         self.command = [*debugger_base_command(), str(scenario), "--port", "0",
-                        "--url-file", str(self.url_file)]
+                        "--url-file", str(self.url_file), "--verdict-file",
+                        str(self.verdict_file), *flags]
         self._tty: IO[bytes] | None = None
         try:
             self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()

@@ -5,25 +5,33 @@
 given the entry's chunks when the call binds, so ``message_start`` states the recorded usage
 and each ``tool_use`` block opens with its id and name); ``MessageAssembler`` builds the
 ``stream: false`` ``Message``. Errors have Anthropic's shape; an error finish streams
-``event: error`` and fails a non-streaming call, and tool arguments that are not a JSON object
-fail it with a 500 naming the call.
+``event: error`` and fails a non-streaming call. Where the wire cannot carry a call exactly:
+``stream: false`` sends a tool call's arguments parsed as ``input``, so arguments that are not a
+JSON object fail the call with a 500 naming it, except in a max-tokens call, whose cut
+arguments become ``input: {}`` as the SDKs' stream accumulators make them.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ScriptedFailure, UnrepresentableCallError
+from ..errors import ScriptedFailure
 from ..jsonnumbers import count
 from ..models import AnyEntry
-from .blocks import Block, BlockWalker, entry_chunks
-from .dialect import CallRequest, Dialect, status_for_code
+from .blocks import (
+    Block,
+    BlockWalker,
+    SignatureCollector,
+    cut_short,
+    entry_chunks,
+    reasoning_signature,
+    tool_arguments,
+)
+from .dialect import CallRequest, Dialect, failure_of, status_for_code
 from .jsonbytes import encode as encode_json
 
-STREAM_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
 STOP_REASONS = {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"}
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -40,20 +48,9 @@ ERROR_TYPES = {
 _encode = encode_json
 
 
-def error_status(code: str) -> int:
-    """The HTTP status of a failure code (the chat-completions table of SPEC 8.1)."""
-    return status_for_code(code)
-
-
 def error_type(status: int) -> str:
     """The Anthropic error ``type`` of an HTTP status."""
     return ERROR_TYPES.get(status, "api_error")
-
-
-def error_body(message: str, code: str) -> dict[str, Any]:
-    """Anthropic's error shape, with the replay code beside it."""
-    return {"type": "error", "error": {"type": error_type(error_status(code)), "message": message},
-            "code": code}
 
 
 def _sse(event: bytes, data: bytes) -> bytes:
@@ -62,12 +59,7 @@ def _sse(event: bytes, data: bytes) -> bytes:
 
 def error_event(message: str, code: str) -> bytes:
     """The ``event: error`` that ends a stream failing after its first byte."""
-    return _sse(b"error", _encode(error_body(message, code)))
-
-
-def request_corpus(body: dict[str, Any]) -> dict[str, Any]:
-    """What ``{{fromRequest}}`` searches in a Messages request: ``system``, then ``messages``."""
-    return {"system": body.get("system"), "messages": body.get("messages")}
+    return _sse(b"error", _encode(MessagesDialect.body(message, code, status_for_code(code))))
 
 
 def stop_reason(reason: dict[str, Any] | None) -> str:
@@ -76,38 +68,21 @@ def stop_reason(reason: dict[str, Any] | None) -> str:
     return STOP_REASONS.get(kind, "end_turn") if isinstance(kind, str) else "end_turn"
 
 
-def failure_of(reason: dict[str, Any]) -> tuple[str, str]:
-    """Message and code of a recorded error finish."""
-    failure = reason.get("failure")
-    failure = failure if isinstance(failure, dict) else reason
-    code = failure.get("code")
-    message = failure.get("message")
-    return (message if isinstance(message, str) and message else "the recorded call failed",
-            code if isinstance(code, str) and code else "ERROR")
-
-
 def usage_to_wire(usage: dict[str, Any] | None, *, output: bool = True) -> dict[str, Any]:
-    """Anthropic usage of a recorded usage (``output_tokens`` 0 when ``output`` is False)."""
+    """Anthropic usage of a recorded usage, cumulative: ``input_tokens``,
+    ``cache_read_input_tokens`` (when recorded) and ``output_tokens`` (0 when ``output`` is
+    False, as ``message_start`` states it before any output)."""
     usage = usage or {}
-    wire: dict[str, Any] = {
-        "input_tokens": count(usage.get("inputTokens")),
-        "output_tokens": count(usage.get("outputTokens")) if output else 0,
-    }
+    wire: dict[str, Any] = {"input_tokens": count(usage.get("inputTokens"))}
     if "cacheReadTokens" in usage:
         wire["cache_read_input_tokens"] = count(usage.get("cacheReadTokens"))
+    wire["output_tokens"] = count(usage.get("outputTokens")) if output else 0
     return wire
 
 
 def new_message_id() -> str:
     """A fresh ``msg_...`` id."""
     return "msg_" + uuid.uuid4().hex[:24]
-
-
-def _signature(whole: dict[str, Any] | None) -> str | None:
-    if whole is None:
-        return None
-    signature = whole.get("signature")
-    return signature if isinstance(signature, str) and signature else None
 
 
 _DELTA_TYPES = {"text": (b"text_delta", b"text"), "reasoning": (b"thinking_delta", b"thinking"),
@@ -161,7 +136,7 @@ class MessagesStreamEncoder(BlockWalker):
 
     def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
         out = b""
-        signature = _signature(whole) if block.kind == "reasoning" else None
+        signature = reasoning_signature(block, whole)
         if signature is not None:
             out = _sse(b"content_block_delta", _encode(
                 {"type": "content_block_delta", "index": block.ordinal,
@@ -176,10 +151,12 @@ class MessagesStreamEncoder(BlockWalker):
         return self._message_delta(stop_reason(reason))
 
     def _message_delta(self, reason: str) -> bytes:
+        """``message_delta`` with the stop reason and the cumulative usage (the input counters
+        repeated: some clients read streamed usage only from here)."""
         self._delta_sent = True
         return _sse(b"message_delta", _encode(
             {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
-             "usage": {"output_tokens": count((self.usage or {}).get("outputTokens"))}}))
+             "usage": usage_to_wire(self.usage)}))
 
     def close(self) -> bytes:
         """What ends a completed stream: ``message_stop`` (nothing after an error finish)."""
@@ -196,60 +173,36 @@ class MessagesStreamEncoder(BlockWalker):
         return error_event(message, code)
 
 
-def _tool_input(block: Block, call: str) -> Any:
-    arguments = block.content
-    if not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return value
-    shown = arguments if len(arguments) <= 80 else arguments[:77] + "..."
-    raise UnrepresentableCallError(
-        f"{call}: tool call {block.call_id!r} ({block.name}) has arguments that are not a JSON "
-        f"object ({shown!r}), so the Messages wire cannot carry them as tool_use input; "
-        "the native route POST /replay/v1/stream serves this call unchanged")
-
-
-class MessageAssembler(BlockWalker):
+class MessageAssembler(SignatureCollector):
     """Builds the ``stream: false`` ``Message`` from a call's chunks."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._signatures: dict[int, str] = {}
 
     def add(self, chunk: dict[str, Any]) -> None:
         """Fold one recorded chunk into the answer."""
         self.feed(chunk)
-
-    def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
-        signature = _signature(whole) if block.kind == "reasoning" else None
-        if signature is not None:
-            self._signatures[block.ordinal] = signature
-        return b""
 
     def result(self, model: str, *, message_id: str | None = None,
                call: str = "this call") -> dict[str, Any]:
         """The assembled ``Message``; ``call`` names the call in errors.
 
         Raises ``ScriptedFailure`` for a recorded error finish and
-        ``UnrepresentableCallError`` when tool arguments are not a JSON object.
+        ``UnrepresentableCallError`` when tool arguments are not a JSON object (outside a
+        max-tokens call, whose cut arguments are ``{}``).
         """
         if self.reason is not None and self.reason.get("kind") == "error":
-            message, code = failure_of(self.reason)
-            raise ScriptedFailure(message, code)
+            raise ScriptedFailure(*failure_of(self.reason))
+        cut = cut_short(self.reason)
         content: list[dict[str, Any]] = []
         for block in self.blocks:
             if block.kind == "text":
                 content.append({"type": "text", "text": block.content})
             elif block.kind == "reasoning":
                 content.append({"type": "thinking", "thinking": block.content,
-                                "signature": self._signatures.get(block.ordinal, "")})
+                                "signature": self.signatures.get(block.ordinal, "")})
             else:
                 content.append({"type": "tool_use", "id": block.call_id or "",
-                                "name": block.name or "", "input": _tool_input(block, call)})
+                                "name": block.name or "", "input": tool_arguments(
+                                    block, cut=cut, call=call,
+                                    carried_as="the Messages wire's tool_use input")})
         return {"id": message_id or new_message_id(), "type": "message", "role": "assistant",
                 "model": model, "content": content, "stop_reason": stop_reason(self.reason),
                 "stop_sequence": None, "usage": usage_to_wire(self.usage)}
@@ -261,10 +214,14 @@ class MessagesDialect(Dialect):
     name = "anthropic"
     routes = ("/v1/messages",)
 
+    def corpus(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``{{fromRequest}}`` searches ``system``, then ``messages``."""
+        return {"system": body.get("system"), "messages": body.get("messages")}
+
     def request(self, body: dict[str, Any]) -> CallRequest:
         model = body.get("model")
         return CallRequest(model if isinstance(model, str) else "replay", body.get("stream") is True,
-                           request_corpus(body))
+                           self.corpus(body))
 
     def encoder(self, call: CallRequest, entry: AnyEntry) -> MessagesStreamEncoder:
         return MessagesStreamEncoder(str(call.model), entry_chunks(entry))
@@ -276,8 +233,13 @@ class MessagesDialect(Dialect):
         done: MessageAssembler = assembler
         return done.result(str(call.model), call=label)
 
-    def error_body(self, message: str, code: str, status: int, *, refused: bool = False
-                   ) -> dict[str, Any]:
+    @staticmethod
+    def body(message: str, code: str, status: int) -> dict[str, Any]:
+        """Anthropic's error shape for ``status``, with the replay code beside it."""
         return {"type": "error", "error": {"type": error_type(status), "message": message},
                 "code": code}
+
+    def error_body(self, message: str, code: str, status: int, *, refused: bool = False
+                   ) -> dict[str, Any]:
+        return self.body(message, code, status)
 

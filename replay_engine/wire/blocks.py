@@ -12,13 +12,19 @@ Blocks are numbered 0, 1, … in the order they open (a ``block-start``, or the
 first chunk of an index that has none). A block whose content arrives only in
 its ``block-end`` gets one delta with the whole content at that position. A
 ``finish`` closes the blocks still open, in order, before it is rendered.
+
+The rules the block-framed wires share live here too: a reasoning block's recorded
+signature (``SignatureCollector``) and a tool block's arguments as the one JSON object the
+Messages and Gemini wires carry whole (``tool_arguments``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import UnrepresentableCallError
 from ..models import AnyEntry, HangEntry
 
 BLOCK_KINDS = frozenset({"text", "reasoning", "tool-call"})
@@ -209,3 +215,57 @@ class BlockWalker:
             return b""
         return b"".join(self._end(b, None) for b in sorted(self._open.values(),
                                                               key=lambda b: b.ordinal))
+
+
+def reasoning_signature(block: Block, whole: dict[str, Any] | None) -> str | None:
+    """The signature a reasoning block's block-end recorded (None for other blocks or none)."""
+    if block.kind != "reasoning" or whole is None:
+        return None
+    signature = whole.get("signature")
+    return signature if isinstance(signature, str) and signature else None
+
+
+class SignatureCollector(BlockWalker):
+    """A walker keeping each reasoning block's recorded signature by its wire ordinal."""
+
+    def __init__(self, chunks: Sequence[dict[str, Any]] = ()) -> None:
+        self.signatures: dict[int, str] = {}
+        """Reasoning blocks' signatures by ``Block.ordinal``."""
+        super().__init__(chunks)
+
+    def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
+        signature = reasoning_signature(block, whole)
+        if signature is not None:
+            self.signatures[block.ordinal] = signature
+        return b""
+
+
+def cut_short(reason: dict[str, Any] | None) -> bool:
+    """Whether a recorded finish is max-tokens: the call's last tool arguments may be cut."""
+    return reason is not None and reason.get("kind") == "max-tokens"
+
+
+def tool_arguments(block: Block, *, cut: bool, call: str, carried_as: str) -> dict[str, Any]:
+    """A tool block's arguments as the JSON object a wire carries whole (``carried_as``: the
+    Messages wire's ``tool_use`` input, Gemini's ``functionCall`` args).
+
+    No arguments are ``{}``. Arguments that are not a JSON object are ``{}`` in a call whose
+    max-tokens finish cut them (``cut``), as the SDKs' own stream accumulators make them, and
+    otherwise fail the call with an ``UnrepresentableCallError`` naming it (``call``).
+    """
+    arguments = block.content
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    if cut:
+        return {}
+    shown = arguments if len(arguments) <= 80 else arguments[:77] + "..."
+    raise UnrepresentableCallError(
+        f"{call}: tool call {block.call_id!r} ({block.name}) has arguments that are not a JSON "
+        f"object ({shown!r}), so {carried_as} cannot carry them; the native route "
+        "POST /replay/v1/stream serves this call unchanged")

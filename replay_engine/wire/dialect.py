@@ -10,15 +10,36 @@ dialects; it knows none of their formats.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
+from ..chunkshape import is_error_finish as is_error_finish
 from ..errors import BadRequest, ReplayError
 from ..models import AnyEntry
 from ..statuscodes import status_for_code as status_for_code
 
 SSE_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
+
+ChatErrorFinish = Literal["error", "reason"]
+CHAT_ERROR_FINISHES: tuple[ChatErrorFinish, ...] = ("error", "reason")
+ResponsesReasoning = Literal["summary", "content"]
+RESPONSES_REASONING: tuple[ResponsesReasoning, ...] = ("summary", "content")
+
+
+@dataclass(frozen=True, slots=True)
+class WireOptions:
+    """How the dialects put what a provider's wires say two ways (``--chat-error-finish``,
+    ``--responses-reasoning``): one set for a server, shared by every front end."""
+
+    chat_error_finish: ChatErrorFinish = "error"
+    """Chat route, a recorded error finish: ``error`` ends the stream like a throw after its
+    prefix (an error event, no ``[DONE]``; ``stream: false`` an HTTP error), so every
+    OpenAI-style client raises; ``reason`` sends ``finish_reason`` = the code in lower case."""
+    responses_reasoning: ResponsesReasoning = "summary"
+    """Responses route, reasoning items: ``summary`` (``summary_text`` parts and the
+    ``reasoning_summary_*`` events, as OpenAI's reasoning models send) or ``content``
+    (``reasoning_text`` content and the ``reasoning_text`` events, the open-weight form)."""
 
 
 class StreamEncoder(Protocol):
@@ -77,6 +98,16 @@ class RouteInfo:
     """The query parameters."""
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What a later request can fetch again of one served call (``GET /v1/responses/{id}``)."""
+
+    id: str
+    """The id the client was given for the answer."""
+    render: Callable[[], dict[str, Any]]
+    """The answer as it stands when fetched (in progress, or final)."""
+
+
 class Dialect(ABC):
     """One wire dialect: routes, request reading, encoder, assembler and error mapping."""
 
@@ -96,6 +127,11 @@ class Dialect(ABC):
     def owns(self, path: str) -> bool:
         """True when ``path`` (without run and session prefixes) belongs to this dialect."""
         return any(path == route or path.startswith(route + "/") for route in self.routes)
+
+    def corpus(self, body: dict[str, Any]) -> Any:
+        """What ``{{fromRequest}}`` searches in a request body and the debugger's Request view
+        shows: the body's ``messages`` unless the dialect says otherwise."""
+        return body.get("messages")
 
     @abstractmethod
     def request(self, body: dict[str, Any]) -> CallRequest:
@@ -121,6 +157,11 @@ class Dialect(ABC):
         """The assembled JSON answer; ``label`` names the call in errors (ReplayError)."""
         raise NotImplementedError(f"the {self.name} dialect always streams")
 
+    def kept(self, made: object) -> Kept | None:
+        """What can be fetched again by id of a call's encoder or assembler (``made``); None
+        for dialects whose answers cannot be fetched again."""
+        return None
+
     def error_status(self, code: str) -> int:
         """The HTTP status of a failure code."""
         return status_for_code(code)
@@ -135,6 +176,15 @@ class Dialect(ABC):
         refused = isinstance(exc, BadRequest)
         status = exc.status if isinstance(exc, BadRequest) else self.error_status(exc.code)
         return status, self.error_body(exc.message, exc.code, status, refused=refused)
+
+
+def failure_of(reason: dict[str, Any]) -> tuple[str, str]:
+    """Message and code of a recorded error finish (its ``failure``, else the reason itself)."""
+    failure = reason.get("failure")
+    failure = failure if isinstance(failure, dict) else reason
+    message, code = failure.get("message"), failure.get("code")
+    return (message if isinstance(message, str) and message else "the recorded call failed",
+            code if isinstance(code, str) and code else "ERROR")
 
 
 def openai_error_body(message: str, code: str, *, refused: bool = False) -> dict[str, Any]:

@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ScriptedFailure, UnrepresentableCallError
+from ..errors import ScriptedFailure
 from ..jsonnumbers import count
 from ..models import AnyEntry
-from .blocks import Block, BlockWalker, entry_chunks
-from .dialect import CallRequest, Dialect, RouteInfo, status_for_code
+from .blocks import Block, BlockWalker, SignatureCollector, cut_short, entry_chunks, tool_arguments
+from .dialect import CallRequest, Dialect, RouteInfo, failure_of, status_for_code
 from .jsonbytes import encode as _encode
 
 API_VERSIONS = ("v1beta", "v1")
@@ -64,12 +63,6 @@ def error_body(message: str, code: str, status: int) -> dict[str, Any]:
                       "details": [{"@type": ERROR_INFO, "reason": code, "domain": "dsh-replay"}]}}
 
 
-def request_corpus(body: dict[str, Any]) -> dict[str, Any]:
-    """What ``{{fromRequest}}`` searches: ``systemInstruction``, then ``contents``."""
-    system = body.get("systemInstruction", body.get("system_instruction"))
-    return {"systemInstruction": system, "contents": body.get("contents")}
-
-
 def usage_to_wire(usage: dict[str, Any]) -> dict[str, Any]:
     """``usageMetadata`` of a recorded usage (cached and thought counts only when recorded)."""
     cache = count(usage.get("cacheReadTokens"))
@@ -95,46 +88,17 @@ def wire_signature(signature: str) -> str:
     return base64.b64encode(signature.encode()).decode()
 
 
-def _signature(whole: dict[str, Any] | None) -> str | None:
-    signature = whole.get("signature") if whole is not None else None
-    return signature if isinstance(signature, str) and signature else None
-
-
-def failure_of(reason: dict[str, Any]) -> tuple[str, str]:
-    """Message and code of a recorded error finish."""
-    failure = reason.get("failure")
-    failure = failure if isinstance(failure, dict) else reason
-    message, code = failure.get("message"), failure.get("code")
-    return (message if isinstance(message, str) and message else "the recorded call failed",
-            code if isinstance(code, str) and code else "ERROR")
-
-
 def function_call(block: Block, *, cut: bool, call: str) -> dict[str, Any]:
     """A tool block as one ``functionCall`` part (``cut``: a max-tokens call, whose unparsable
     arguments become ``{}``); UnrepresentableCallError for arguments that are not an object."""
-    arguments = block.content
-    args: Any = {}
-    if arguments.strip():
-        try:
-            args = json.loads(arguments)
-        except ValueError:
-            args = None
-        if not isinstance(args, dict):
-            if not cut:
-                shown = arguments if len(arguments) <= 80 else arguments[:77] + "..."
-                raise UnrepresentableCallError(
-                    f"{call}: tool call {block.call_id!r} ({block.name}) has arguments that are "
-                    f"not a JSON object ({shown!r}), so the Gemini wire cannot carry them as "
-                    "functionCall args; the native route POST /replay/v1/stream serves this call "
-                    "unchanged")
-            args = {}
+    args = tool_arguments(block, cut=cut, call=call, carried_as="the Gemini wire's functionCall args")
     out: dict[str, Any] = {"name": block.name or "", "args": args}
     if block.call_id is not None:
         out = {"id": block.call_id, **out}
     return {"functionCall": out}
 
 
-class _Plan(BlockWalker):
+class _Plan(SignatureCollector):
     """The whole call walked ahead: each block's delta count and signature, and the finish."""
 
     keep_parts = False
@@ -142,23 +106,12 @@ class _Plan(BlockWalker):
     def __init__(self, chunks: Sequence[dict[str, Any]]) -> None:
         super().__init__()
         self.deltas: dict[int, int] = {}
-        self.signatures: dict[int, str] = {}
         for chunk in chunks:
             self.feed(chunk)
 
     def on_delta(self, block: Block, text: str) -> bytes:
         self.deltas[block.ordinal] = self.deltas.get(block.ordinal, 0) + 1
         return b""
-
-    def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
-        signature = _signature(whole) if block.kind == "reasoning" else None
-        if signature is not None:
-            self.signatures[block.ordinal] = signature
-        return b""
-
-
-def _cut(reason: dict[str, Any] | None) -> bool:
-    return reason is not None and reason.get("kind") == "max-tokens"
 
 
 class _ResponseMaker:
@@ -231,7 +184,7 @@ class GeminiStreamEncoder(BlockWalker):
 
     def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
         if block.kind == "tool-call":
-            part = function_call(block, cut=_cut(self.plan.reason), call="this call")
+            part = function_call(block, cut=cut_short(self.plan.reason), call="this call")
             return self._frame(self.maker.response([part]))
         signature = self.plan.signatures.get(block.ordinal)
         if block.kind == "reasoning" and signature is not None and block.ordinal not in self._signed:
@@ -266,22 +219,12 @@ class GeminiStreamEncoder(BlockWalker):
         return out if self.sse else out + b"]"
 
 
-class GeminiAssembler(BlockWalker):
+class GeminiAssembler(SignatureCollector):
     """Builds the ``:generateContent`` answer: one part per recorded block."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._signatures: dict[int, str] = {}
 
     def add(self, chunk: dict[str, Any]) -> None:
         """Fold one recorded chunk into the answer."""
         self.feed(chunk)
-
-    def on_end(self, block: Block, whole: dict[str, Any] | None) -> bytes:
-        signature = _signature(whole) if block.kind == "reasoning" else None
-        if signature is not None:
-            self._signatures[block.ordinal] = signature
-        return b""
 
     def result(self, model: str, *, call: str = "this call") -> dict[str, Any]:
         """The assembled response; ScriptedFailure for a recorded error finish,
@@ -294,12 +237,12 @@ class GeminiAssembler(BlockWalker):
         parts: list[dict[str, Any]] = []
         for block in self.blocks:
             if block.kind == "tool-call":
-                parts.append(function_call(block, cut=_cut(reason), call=call))
+                parts.append(function_call(block, cut=cut_short(reason), call=call))
                 continue
             part: dict[str, Any] = {"text": block.content}
             if block.kind == "reasoning":
                 part["thought"] = True
-                signature = self._signatures.get(block.ordinal)
+                signature = self.signatures.get(block.ordinal)
                 if signature is not None:
                     part["thoughtSignature"] = wire_signature(signature)
             parts.append(part)
@@ -317,14 +260,19 @@ class GeminiDialect(Dialect):
     def owns(self, path: str) -> bool:
         return path.startswith("/v1beta/") or _OWNED.match(path) is not None
 
+    def corpus(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``{{fromRequest}}`` searches ``systemInstruction``, then ``contents``."""
+        system = body.get("systemInstruction", body.get("system_instruction"))
+        return {"systemInstruction": system, "contents": body.get("contents")}
+
     def request(self, body: dict[str, Any]) -> CallRequest:
-        return CallRequest("replay", False, request_corpus(body))
+        return CallRequest("replay", False, self.corpus(body))
 
     def read(self, body: dict[str, Any], route: RouteInfo) -> CallRequest:
         model = route.params.get("model") or "replay"
         stream = route.path.endswith(":" + STREAM_GENERATE)
         sse = route.query.get("alt") == "sse"
-        return CallRequest(model, stream, request_corpus(body), {"sse": sse})
+        return CallRequest(model, stream, self.corpus(body), {"sse": sse})
 
     def stream_media_type(self, call: CallRequest) -> bytes:
         return self.media_type if call.options.get("sse") else JSON_MEDIA_TYPE

@@ -1,20 +1,35 @@
 """The native NDJSON route, ``POST /replay/v1/stream`` (SPEC 8.2): the recorded chunks exactly.
 
 One recorded chunk per line as loaded (lossless: what no provider wire can carry, such as
-``replayState`` or an error finish's message, arrives here), then for a failure one
-``{"type":"error","message","code"}`` line. It always streams, and a failure before the first
-chunk is an error line too, not an HTTP error; binding errors still answer 409 JSON.
+``replayState`` or an error finish's message, arrives here; only a usage counter recorded as
+an integral float goes out as the integer it is, ``12.0`` as ``12``, as on every wire), then
+for a failure one ``{"type":"error","message","code"}`` line. It always streams, and a failure
+before the first chunk is an error line too, not an HTTP error; binding errors still answer 409
+JSON.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..jsonnumbers import as_safe_integer
 from ..models import AnyEntry
 from .dialect import CallRequest, Dialect, openai_error_body
 from .jsonbytes import encode as encode_json
 
 _encode = encode_json
+
+
+def integer_counters(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A usage chunk with its integral float counters as ints (SPEC 4a: ``12.0`` is 12); any
+    other chunk, and every other value, as is."""
+    usage = chunk.get("usage")
+    if chunk.get("type") != "usage" or not isinstance(usage, dict) or not any(
+            isinstance(v, float) for v in usage.values()):
+        return chunk
+    fixed = {k: (number if isinstance(v, float) and (number := as_safe_integer(v)) is not None
+                 else v) for k, v in usage.items()}
+    return {**chunk, "usage": fixed}
 
 
 class NdjsonEncoder:
@@ -24,6 +39,8 @@ class NdjsonEncoder:
         return b""
 
     def encode(self, chunk: dict[str, Any]) -> bytes | None:
+        if chunk.get("type") == "usage":
+            chunk = integer_counters(chunk)
         return _encode(chunk) + b"\n"
 
     def close(self) -> bytes:
@@ -44,7 +61,7 @@ class NativeDialect(Dialect):
 
     def request(self, body: dict[str, Any]) -> CallRequest:
         model = body.get("model")
-        return CallRequest(model if isinstance(model, str) else None, True, body.get("messages"))
+        return CallRequest(model if isinstance(model, str) else None, True, self.corpus(body))
 
     def encoder(self, call: CallRequest, entry: AnyEntry) -> NdjsonEncoder:
         return NdjsonEncoder()

@@ -1,10 +1,16 @@
 """Recorded chunks on the OpenAI / DeepSeek chat-completions wire, ``POST /v1/chat/completions``
 (SPEC 8.1), and ``ChatDialect``, which puts it behind the server's dialect seam.
 
-``StreamEncoder`` turns one call's chunks into pre-encoded ``data: ...`` SSE
+``ChatStreamEncoder`` turns one call's chunks into pre-encoded ``data: ...`` SSE
 events (the hot path: text and reasoning deltas are spliced into byte
 templates); ``CompletionAssembler`` builds the ``stream: false`` answer from
 the same chunks. Both are pure: no I/O, no engine.
+
+A recorded error finish ends the call like a throw after its prefix (one error event, no
+``[DONE]``; ``stream: false`` an HTTP error), since no OpenAI-style client knows a failure
+code as a finish reason; ``WireOptions.chat_error_finish = "reason"`` sends the code in lower
+case as ``finish_reason`` instead, as DeepSeek's own clients read it. An error finish's usage
+has no place on the wire then.
 """
 
 from __future__ import annotations
@@ -13,9 +19,17 @@ import time
 import uuid
 from typing import Any
 
+from ..errors import ScriptedFailure
 from ..jsonnumbers import count
 from ..models import AnyEntry
-from .dialect import CallRequest, Dialect, openai_error_body
+from .dialect import (
+    CallRequest,
+    ChatErrorFinish,
+    Dialect,
+    failure_of,
+    is_error_finish,
+    openai_error_body,
+)
 from .dialect import status_for_code as status_for_code
 from .jsonbytes import encode as encode_json
 
@@ -24,27 +38,19 @@ FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "len
 _encode = encode_json
 
 
-def error_body(message: str, code: str) -> dict[str, Any]:
-    """The JSON body of an HTTP error answer."""
-    return openai_error_body(message, code)
-
-
 def error_event(message: str, code: str) -> bytes:
     """The SSE event that ends a stream failing after its first byte (no ``[DONE]`` follows)."""
     return b"data: " + _encode({"error": {"message": message, "code": code}}) + b"\n\n"
 
 
 def finish_reason(reason: object) -> str:
-    """Wire ``finish_reason`` of a recorded finish reason (error: its failure code, lower case)."""
+    """Wire ``finish_reason`` of a recorded finish reason (error: its failure code in lower
+    case, the ``--chat-error-finish reason`` form)."""
     if not isinstance(reason, dict):
         return "stop"
     kind = reason.get("kind")
     if kind == "error":
-        failure = reason.get("failure")
-        code = failure.get("code") if isinstance(failure, dict) else None
-        if not isinstance(code, str):
-            code = reason.get("code") if isinstance(reason.get("code"), str) else "error"
-        return str(code).lower()
+        return failure_of(reason)[1].lower()
     if isinstance(kind, str):
         return FINISH_REASONS.get(kind, kind)
     return "stop"
@@ -164,23 +170,27 @@ class _Blocks:
         return None
 
 
-class StreamEncoder:
+class ChatStreamEncoder:
     """Encodes one call's recorded chunks as ``chat.completion.chunk`` SSE events.
 
     ``include_usage`` (the request's ``stream_options.include_usage``) sends usage the way
     OpenAI does then: ``"usage": null`` on every chunk, and the usage on one extra
-    ``choices: []`` chunk after the finish chunk.
+    ``choices: []`` chunk after the finish chunk. ``error_finish`` says how a recorded error
+    finish ends the stream (``WireOptions.chat_error_finish``).
     """
 
     def __init__(self, model: str, completion_id: str | None = None,
-                 created: int | None = None, *, include_usage: bool = False) -> None:
+                 created: int | None = None, *, include_usage: bool = False,
+                 error_finish: ChatErrorFinish = "error") -> None:
         self.completion_id = completion_id or new_completion_id()
         self.created = int(time.time()) if created is None else created
         self.model = model
         self.include_usage = include_usage
+        self.error_finish = error_finish
         self._blocks = _Blocks()
         self._usage: dict[str, Any] | None = None
         self._finished = False
+        self._failed = False
         head = (b'data: {"id":' + _encode(self.completion_id)
                 + b',"object":"chat.completion.chunk","created":' + str(self.created).encode()
                 + b',"model":' + _encode(model))
@@ -202,6 +212,8 @@ class StreamEncoder:
 
     def encode(self, chunk: dict[str, Any]) -> bytes | None:
         """The SSE event(s) for one recorded chunk, or None when it maps to nothing."""
+        if self._failed:
+            return None
         kind = chunk.get("type")
         if kind == "text-delta":
             self._had_delta.add(chunk.get("index"))
@@ -217,7 +229,10 @@ class StreamEncoder:
             return None
         if kind == "finish":
             self._finished = True
-            reason = _encode(finish_reason(chunk.get("reason")))
+            recorded = chunk.get("reason")
+            if self.error_finish == "error" and is_error_finish(recorded):
+                return self.fail(*failure_of(recorded))
+            reason = _encode(finish_reason(recorded))
             finish = self._choice + b'{},"finish_reason":' + reason + b"}]"
             usage, self._usage = self._usage, None
             if self.include_usage:
@@ -232,7 +247,10 @@ class StreamEncoder:
         return self._choice + _encode(delta) + self._tail
 
     def close(self) -> bytes:
-        """What ends a completed stream: a pending usage (no finish was recorded), then [DONE]."""
+        """What ends a completed stream: a pending usage (no finish was recorded), then [DONE]
+        (nothing after an error finish, which ended the stream already)."""
+        if self._failed:
+            return b""
         if self._usage is not None:
             usage, self._usage = self._usage, None
             return self._usage_event(usage) + DONE_EVENT
@@ -240,18 +258,23 @@ class StreamEncoder:
 
     def fail(self, message: str, code: str) -> bytes:
         """The error event ending a stream that fails after its first byte (no ``[DONE]``)."""
+        self._failed = True
         return error_event(message, code)
 
 
 class CompletionAssembler:
-    """Builds the ``stream: false`` ``chat.completion`` from a call's chunks."""
+    """Builds the ``stream: false`` ``chat.completion`` from a call's chunks (``error_finish``:
+    how a recorded error finish answers, ``WireOptions.chat_error_finish``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, error_finish: ChatErrorFinish = "error") -> None:
         self._blocks = _Blocks()
+        self.error_finish = error_finish
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.tools: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
+        self.failure: tuple[str, str] | None = None
+        """Message and code of a recorded error finish that fails the call."""
         self.usage: dict[str, Any] | None = None
 
     def add(self, chunk: dict[str, Any]) -> None:
@@ -261,7 +284,10 @@ class CompletionAssembler:
             self.usage = usage_to_wire(chunk.get("usage"))
             return
         if kind == "finish":
-            self.finish = finish_reason(chunk.get("reason"))
+            recorded = chunk.get("reason")
+            if self.error_finish == "error" and is_error_finish(recorded):
+                self.failure = failure_of(recorded)
+            self.finish = finish_reason(recorded)
             return
         delta = self._blocks.delta_for(chunk)
         if delta is None:
@@ -284,7 +310,10 @@ class CompletionAssembler:
 
     def result(self, model: str, completion_id: str | None = None,
                created: int | None = None) -> dict[str, Any]:
-        """The assembled ``chat.completion`` object."""
+        """The assembled ``chat.completion`` object; ``ScriptedFailure`` for an error finish
+        (answered as the HTTP error a throw after its prefix gets)."""
+        if self.failure is not None:
+            raise ScriptedFailure(*self.failure)
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(self.content) if self.content else None,
@@ -310,18 +339,23 @@ class ChatDialect(Dialect):
     name = "openai"
     routes = ("/v1/chat/completions",)
 
+    def __init__(self, *, error_finish: ChatErrorFinish = "error") -> None:
+        self.error_finish: ChatErrorFinish = error_finish
+        """How a recorded error finish ends a call (``WireOptions.chat_error_finish``)."""
+
     def request(self, body: dict[str, Any]) -> CallRequest:
         model = body.get("model")
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         return CallRequest(model if isinstance(model, str) else "replay", body.get("stream") is True,
-                           body.get("messages"), {"include_usage": include_usage})
+                           self.corpus(body), {"include_usage": include_usage})
 
-    def encoder(self, call: CallRequest, entry: AnyEntry) -> StreamEncoder:
-        return StreamEncoder(str(call.model), include_usage=bool(call.options.get("include_usage")))
+    def encoder(self, call: CallRequest, entry: AnyEntry) -> ChatStreamEncoder:
+        return ChatStreamEncoder(str(call.model), error_finish=self.error_finish,
+                                 include_usage=bool(call.options.get("include_usage")))
 
     def assembler(self, call: CallRequest) -> CompletionAssembler:
-        return CompletionAssembler()
+        return CompletionAssembler(error_finish=self.error_finish)
 
     def answer(self, assembler: Any, call: CallRequest, label: str) -> dict[str, Any]:
         done: CompletionAssembler = assembler

@@ -53,13 +53,10 @@ async def open_editor(pilot: Pilot[Any], app: ReplayApp) -> OverrideEditorScreen
 
 async def throw_here(pilot: Pilot[Any], editor: OverrideEditorScreen, message: str,
                      code: str) -> None:
-    """Fill in Throw here and apply it to the draft (not saved)."""
-    from tests.app.test_override_editor import type_into
+    """Make the call throw in the form (the draft serves it; not saved)."""
+    from tests.app.test_override_editor import throw
 
-    await type_into(pilot, "#oe-message", message)
-    await type_into(pilot, "#oe-code", code)
-    await pilot.click("#oe-throw")
-    await pilot.pause()
+    await throw(pilot, message, code)
     assert editor.has_unsaved_changes
 
 

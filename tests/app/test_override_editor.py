@@ -18,6 +18,7 @@ from textual.widgets import Input, Static, TextArea
 
 from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.widgets.kind_toggle import KindToggle
 from replay_engine import load_scenario
 from replay_engine.authoring.draft import fingerprint
 from replay_engine.scenario.loading import Scenario
@@ -78,6 +79,24 @@ async def type_into(pilot: Pilot[Any], selector: str, text: str, *, keys: bool =
         widget.value = text
 
 
+async def choose(pilot: Pilot[Any], kind: str) -> None:
+    """Pick a kind on the switch with its key (c, t, h), as a user would."""
+    pilot.app.screen.query_one(KindToggle).focus()
+    await pilot.press(kind[0])
+    await pilot.pause()
+
+
+async def throw(pilot: Pilot[Any], message: str, code: str, *, prefix: str | None = None,
+                keys: bool = False) -> None:
+    """Make the call throw: the switch on throw, then its fields filled in."""
+    await choose(pilot, "throw")
+    if prefix is not None:
+        await type_into(pilot, "#oe-prefix", prefix)
+    await type_into(pilot, "#oe-message", message, keys=keys)
+    await type_into(pilot, "#oe-code", code, keys=keys)
+    await pilot.pause()
+
+
 async def set_json(pilot: Pilot[Any], screen: OverrideEditorScreen, text: str) -> None:
     area = screen.query_one("#oe-json", TextArea)
     area.focus()
@@ -109,10 +128,7 @@ async def test_throw_here_prefix_defaults_to_served_chunks(root: Path) -> None:
         screen = await opened(app, pilot)
         assert screen.query_one("#oe-prefix", Input).value == "3"
         assert json.loads(screen.query_one("#oe-json", TextArea).text) == d[1]
-        await type_into(pilot, "#oe-message", "rate limited", keys=True)
-        await type_into(pilot, "#oe-code", "RATE_LIMIT", keys=True)
-        await pilot.click("#oe-throw")
-        await pilot.pause()
+        await throw(pilot, "rate limited", "RATE_LIMIT", keys=True)
         assert "call #1 now throws RATE_LIMIT after 3 chunk(s)" in text_of(screen, "#oe-status")
         assert json.loads(screen.query_one("#oe-json", TextArea).text)["kind"] == "throw"
         effective = text_of(screen, "#oe-effective")
@@ -136,8 +152,8 @@ async def test_hang_here_with_ready_file(root: Path) -> None:
     app = host(load_scenario(root), 0)
     async with app.run_test(size=(180, 50)) as pilot:
         await opened(app, pilot)
+        await choose(pilot, "hang")
         await type_into(pilot, "#oe-ready", "hung.marker")
-        await pilot.click("#oe-hang")
         await pilot.click("#oe-save")
         await until(pilot, lambda: app.results == [True])
     assert (root / SIDE).read_bytes() == sidecar_bytes(
@@ -195,10 +211,7 @@ async def test_append_a_retry_call_after_a_throw(root: Path) -> None:
     app = host(load_scenario(root), 1)
     async with app.run_test(size=(180, 50)) as pilot:
         screen = await opened(app, pilot)
-        await type_into(pilot, "#oe-message", "overloaded")
-        await type_into(pilot, "#oe-code", "SERVER")
-        await type_into(pilot, "#oe-prefix", "0")
-        await pilot.click("#oe-throw")
+        await throw(pilot, "overloaded", "SERVER", prefix="0")
         await pilot.click("#oe-append")
         await pilot.pause()
         assert screen.index == 2
@@ -247,9 +260,7 @@ async def test_bare_list_stays_a_list(root: Path) -> None:
     async with app.run_test(size=(180, 50)) as pilot:
         screen = await opened(app, pilot)
         assert "bare list" in text_of(screen, "#oe-status")
-        await type_into(pilot, "#oe-message", "no")
-        await type_into(pilot, "#oe-code", "AUTH")
-        await pilot.click("#oe-throw")
+        await throw(pilot, "no", "AUTH")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
     assert (root / SIDE).read_bytes() == sidecar_bytes(
@@ -268,7 +279,7 @@ async def test_interrupted_save_keeps_old_file_and_the_edits(root: Path) -> None
     app = host(load_scenario(root), 1, rename=failing)
     async with app.run_test(size=(180, 50)) as pilot:
         screen = await opened(app, pilot)
-        await pilot.click("#oe-hang")
+        await choose(pilot, "hang")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: "Not saved" in text_of(screen, "#oe-status"))
         assert "Input/output error" in text_of(screen, "#oe-status")
@@ -281,7 +292,7 @@ async def test_escape_asks_before_discarding(root: Path) -> None:
     app = host(load_scenario(root), 0)
     async with app.run_test(size=(180, 50)) as pilot:
         screen = await opened(app, pilot)
-        await pilot.click("#oe-hang")
+        await choose(pilot, "hang")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDiscardScreen))
         await pilot.press("n")
@@ -310,7 +321,7 @@ async def test_child_script_offers_nothing() -> None:
         screen = await opened(app, pilot)
         assert "apply to the primary session only" in text_of(screen, "#oe-child")
         assert not screen.query("#oe-json") and not screen.query("#oe-save")
-        assert not screen.query("#oe-throw")
+        assert not screen.query(KindToggle)
         await pilot.press("escape")
         await until(pilot, lambda: app.results == [False])
 
@@ -345,9 +356,7 @@ async def test_o_in_the_debugger_then_the_next_call_is_served_from_the_saved_fil
                     and app.screen.ready.is_set())
         editor = app.screen
         assert isinstance(editor, OverrideEditorScreen) and editor.index == 1
-        await type_into(pilot, "#oe-message", "slow down")
-        await type_into(pilot, "#oe-code", "RATE_LIMIT")
-        await pilot.click("#oe-throw")
+        await throw(pilot, "slow down", "RATE_LIMIT")
         await pilot.press("ctrl+s")
         await until_flush(app, lambda: app.engine.scripts[0].entries[1].entry.kind == "throw",
                           "the reload after the save")

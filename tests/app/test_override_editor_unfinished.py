@@ -21,6 +21,7 @@ from tests.app.test_override_editor import (
     serve_after_reload,
     set_json,
     text_of,
+    throw,
     type_into,
     until,
 )
@@ -57,10 +58,7 @@ async def test_opens_on_the_unfinished_call_and_saves_the_throw(root: Path) -> N
         assert status.startswith(f"Not saved: {root / SIDE}: not saved: call #1 (model call 1/2, "
                                  "log lines 9-10)")
         assert app.results == [] and not (root / SIDE).exists()
-        await type_into(pilot, "#oe-message", "connection reset")
-        await type_into(pilot, "#oe-code", "SERVER")
-        await pilot.click("#oe-throw")
-        await pilot.pause()
+        await throw(pilot, "connection reset", "SERVER")
         assert "call #1 now throws SERVER after 2 chunk(s)." == text_of(screen, "#oe-status")
         assert "to decide" not in text_of(screen, "#oe-title")
         await pilot.press("ctrl+s")

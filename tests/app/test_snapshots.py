@@ -110,6 +110,12 @@ async def open_editor(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def author_throw(pilot: Pilot[Any]) -> None:
+    """In the open editor: throw picked on the kind switch, its message and code typed."""
+    await pilot.press("t", "tab", "tab", "tab", "tab", *"slow down", "tab", *"RATE_LIMIT")
+    await pilot.pause()
+
+
 class TestMainScreen:
     @sized
     def test_main_screen_after_one_served_call(self, size: str, snap_compare: Snap,
@@ -154,7 +160,20 @@ class TestOverlays:
     def test_editor(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(ROOT)
         assert snap_compare(basic_app(), terminal_size=SIZES[size],
-                            run_before=then(serve_first_call, open_editor))
+                            run_before=then(serve_first_call, open_editor, author_throw))
+
+    @sized
+    def test_editor_on_a_broken_sidecar(self, size: str, snap_compare: Snap,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+
+        async def ready(pilot: Pilot[Any]) -> None:
+            app = pilot.app
+            assert isinstance(app, ReplayApp)
+            await app.ready.wait()
+
+        app = make_app(Path("sample_scenarios/broken-sidecar"), url_label=FIXED_URL)
+        assert snap_compare(app, terminal_size=SIZES[size], run_before=then(ready, open_editor))
 
 
 class TestCallPaneTabs:
@@ -194,6 +213,8 @@ DOCS = {
     "main-80x24.svg": "TestMainScreen.test_main_screen_after_one_served_call[80x24].svg",
     "help-80x24.svg": "TestOverlays.test_help[80x24].svg",
     "editor-160x45.svg": "TestOverlays.test_editor[160x45].svg",
+    "editor-80x24.svg": "TestOverlays.test_editor[80x24].svg",
+    "editor-raw-80x24.svg": "TestOverlays.test_editor_on_a_broken_sidecar[80x24].svg",
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from replay_engine import ChunksEntry, HangEntry, ThrowEntry, load_scenario
+from replay_engine.wire.dialect import failure_of, is_error_finish
 from replay_engine.wire.openai_chat import finish_reason, status_for_code, usage_to_wire
 from tests.conftest import SAMPLES, conformance_dir
 from tests.wire.wire_helpers import recorded_content
@@ -33,7 +34,8 @@ CHUNK_SCENARIOS = {
     "max-tokens-continue": "a max-tokens finish, then text",
     "empty-response-retry": "an error finish (EMPTY_RESPONSE), then text",
 }
-"""Conformance scenarios (name after ``PREFIX``) whose every call is a chunks entry."""
+"""Conformance scenarios (name after ``PREFIX``) whose every call is a chunks entry. An error
+finish ends its call like a throw after its prefix on the chat route (SPEC 8.1): clients raise."""
 
 needs_corpus = pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
 
@@ -65,6 +67,20 @@ class Assembled:
         """The same call for a library that does not expose reasoning."""
         return Assembled(self.text, None, self.tools, self.finish, self.usage, self.error)
 
+    def answered_whole(self) -> Assembled:
+        """The same call answered ``stream: false``: a failure after a prefix (a throw's, an
+        error finish's) is the HTTP error of its code there."""
+        if self.error is None or self.error[0] is not None or self.error[1] is None:
+            return self
+        return Assembled(error=(status_for_code(self.error[1]), self.error[1]))
+
+
+def failed(exc: Exception) -> Assembled:
+    """A call a client library raised on: the HTTP status (None mid-stream) and the code."""
+    status = getattr(exc, "status_code", None)
+    code = getattr(exc, "code", None)
+    return Assembled(error=(status, code if isinstance(code, str) else None))
+
 
 def tool(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     """A tool call with its arguments parsed (JSON-equal, whatever the spacing).
@@ -95,6 +111,9 @@ def expected_calls(name: str) -> list[Assembled]:
         entry = item.entry
         if isinstance(entry, ChunksEntry):
             content = recorded_content(entry.chunks)
+            if is_error_finish(content["finish"]):
+                out.append(Assembled(error=(None, failure_of(content["finish"])[1])))
+                continue
             usage = content["usage"]
             out.append(Assembled(
                 text=content["text"], reasoning=content["reasoning"],

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from replay_engine import ReplayEngine, Scenario, SessionScript, load_scenario
+from replay_engine import ReplayEngine, Scenario, SessionScript, WireOptions, load_scenario
 from replay_engine.server import ReplayServer
 from tests.wire.wire_helpers import write_scenario
 
@@ -35,11 +35,11 @@ class Served(Generic[Client]):
 
 
 @contextlib.asynccontextmanager
-async def serving(scripts: list[SessionScript],
-                  make: Callable[[str, str, int], Client]) -> AsyncIterator[Served[Client]]:
+async def serving(scripts: list[SessionScript], make: Callable[[str, str, int], Client],
+                  wire: WireOptions | None = None) -> AsyncIterator[Served[Client]]:
     """The replay server over a real engine on uvicorn, 127.0.0.1, an ephemeral port."""
     engine = ReplayEngine(scripts)
-    async with ReplayServer(engine) as server:
+    async with ReplayServer(engine, wire=wire) as server:
         served = Served(server.url, engine, make)
         try:
             yield served

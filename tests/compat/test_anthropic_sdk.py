@@ -3,7 +3,8 @@
 Every call of a spread of conformance scenarios, streamed (``messages.stream(...)
 .get_final_message()``) and not (``messages.create()``), must assemble the recorded
 blocks: text, thinking with its signature, tool_use id, name and input equal to the
-parsed recorded arguments, the mapped stop reason and the usage.
+parsed recorded arguments (``{}`` where a max-tokens finish cut them), the mapped stop reason
+and the usage, which ``message_delta`` states whole.
 """
 
 from __future__ import annotations
@@ -114,9 +115,11 @@ def check_message(message: anthropic.types.Message, chunks: list[dict[str, Any]]
             arguments = want.pop("arguments")
             if partial_json is not None:
                 assert partial_json.get(n, "") == arguments, f"{where} block {n}"
-            if want["input"] is None:  # not an object: the stream carries it raw, nothing parses it
-                assert partial_json is not None, where
-                want["input"] = have["input"]
+            if want["input"] is None and partial_json is not None:
+                want["input"] = have["input"]  # not an object: streamed raw, the SDK's own parse
+            elif want["input"] is None:  # stream: false: cut arguments are {} (max-tokens only)
+                assert recorded["finish"]["kind"] == "max-tokens", where
+                want["input"] = {}
         assert have == want, f"{where} block {n}"
     assert message.model == MODEL
     assert message.role == "assistant"
@@ -129,13 +132,22 @@ def check_message(message: anthropic.types.Message, chunks: list[dict[str, Any]]
 
 async def stream_call(api: anthropic.AsyncAnthropic,
                       session: str) -> tuple[anthropic.types.Message, dict[int, str]]:
-    """One streamed call: the SDK's final message and the raw tool input per block."""
+    """One streamed call: the SDK's final message and the raw tool input per block; its
+    ``message_delta`` states the whole usage the final message holds."""
     partial: dict[int, str] = {}
+    delta_usage: Any = None
     async with api.messages.stream(**_request(session)) as stream:
         async for event in stream:
             if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
                 partial[event.index] = partial.get(event.index, "") + event.delta.partial_json
+            elif event.type == "message_delta":
+                delta_usage = event.usage
         message = await stream.get_final_message()
+    assert delta_usage is not None
+    assert (delta_usage.input_tokens, delta_usage.cache_read_input_tokens,
+            delta_usage.output_tokens) == (message.usage.input_tokens,
+                                           message.usage.cache_read_input_tokens,
+                                           message.usage.output_tokens)
     return message, partial
 
 
@@ -175,8 +187,8 @@ async def check_call(served: Served[anthropic.AsyncAnthropic], session: str, ent
         return
     message, partial = await stream_call(served.client("stream"), session)
     check_message(message, chunks, partial, f"{where} (stream)")
-    representable = all(b["input"] is not None for b in expected_content(chunks)
-                        if b["type"] == "tool_use")
+    representable = finish["kind"] == "max-tokens" or all(
+        b["input"] is not None for b in expected_content(chunks) if b["type"] == "tool_use")
     if representable:
         created = await served.client("create").messages.create(**_request(session))
         check_message(created, chunks, None, f"{where} (create)")
@@ -274,15 +286,44 @@ async def test_from_request_searches_system_then_messages(tmp_path: Path) -> Non
             assert await stream.get_final_text() == "ticket 1"
 
 
-def test_message_start_states_the_recorded_usage() -> None:
+def test_message_start_and_message_delta_state_the_recorded_usage() -> None:
     from replay_engine.wire.anthropic import MessagesStreamEncoder
 
-    opening = MessagesStreamEncoder(MODEL, SIGNED["chunks"], message_id="msg_x").opening()
+    encoder = MessagesStreamEncoder(MODEL, SIGNED["chunks"], message_id="msg_x")
+    opening = encoder.opening()
     assert opening.startswith(b"event: message_start\ndata: ")
     data = json.loads(opening.split(b"data: ", 1)[1])
     assert data["message"]["id"] == "msg_x"
     assert data["message"]["usage"] == {"input_tokens": 12, "output_tokens": 0,
                                         "cache_read_input_tokens": 4}
+    wire = b"".join(encoder.encode(c) or b"" for c in SIGNED["chunks"]) + encoder.close()
+    delta = next(json.loads(e.split(b"data: ", 1)[1]) for e in wire.split(b"\n\n")
+                 if e.startswith(b"event: message_delta"))
+    # Cumulative, as the current wire sends it: the input counters are repeated.
+    assert delta["usage"] == {"input_tokens": 12, "cache_read_input_tokens": 4, "output_tokens": 7}
+    assert delta["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+
+
+async def test_stream_false_gives_cut_arguments_as_empty_input_only_in_a_max_tokens_call(
+        tmp_path: Path) -> None:
+    def cut(kind: str) -> dict[str, Any]:
+        return {"kind": "chunks", "chunks": [
+            {"type": "block-start", "index": 0, "blockType": "tool-call"},
+            {"type": "tool-call-delta", "index": 0, "id": "toolu_c", "name": "write",
+             "argumentsDelta": '{"path": "a.txt", "text": "unfini'},
+            {"type": "finish", "reason": {"kind": kind}}]}
+
+    async with serving(scenario_scripts(tmp_path, [cut("max-tokens"), cut("tool-calls")])) as served:
+        api = served.client("default")
+        made = await api.messages.create(**_request("a"))
+        assert made.stop_reason == "max_tokens"
+        assert sdk_content(made) == [{"type": "tool_use", "id": "toolu_c", "name": "write",
+                                      "input": {}}]
+        with pytest.raises(anthropic.InternalServerError) as caught:
+            await api.messages.create(**_request("a"))
+        body = caught.value.body
+        assert isinstance(body, dict) and body["code"] == "UNREPRESENTABLE"
+        assert "not a JSON object" in body["error"]["message"]
 
 
 async def test_scripted_auth_and_rate_limit_throws_raise_the_sdk_errors(tmp_path: Path) -> None:

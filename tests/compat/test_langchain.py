@@ -1,27 +1,34 @@
-"""LangChain's ``ChatOpenAI`` streaming against a real replay server.
+"""LangChain's ``ChatOpenAI`` and ``ChatAnthropic`` streaming against a real replay server.
 
 ``ChatOpenAI`` does not expose ``reasoning_content``; everything else of every call must
-arrive exactly: text, tool call id, name and arguments, finish, usage.
+arrive exactly: text, tool call id, name and arguments, finish, usage, and an error finish
+raises. ``ChatAnthropic`` must read every call's recorded usage from the stream.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import openai
 import pytest
+from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import AIMessageChunk
 from langchain_core.utils.json import parse_partial_json
 from langchain_openai import ChatOpenAI
 
+from replay_engine import ChunksEntry, load_scenario
 from replay_engine.server import serve_scenario
 from tests.compat.compat_helpers import (
     CHUNK_SCENARIOS,
+    CORPUS,
     Assembled,
     expected_calls,
+    failed,
     needs_corpus,
     scenario_dir,
     tool,
 )
+from tests.compat.recorded import recorded_blocks
 
 pytestmark = [pytest.mark.anyio, needs_corpus]
 
@@ -56,8 +63,62 @@ async def test_chat_openai_astream(name: str) -> None:
                          stream_usage=True)
         for n, expected in enumerate(want):
             message: AIMessageChunk | None = None
-            async for chunk in llm.astream("go"):
-                message = chunk if message is None else message + chunk
+            try:
+                async for chunk in llm.astream("go"):
+                    message = chunk if message is None else message + chunk
+            except openai.APIError as error:  # an error finish raises, as a throw does
+                assert failed(error) == expected, f"{name} call {n}"
+                continue
             assert message is not None
             assert _assembled(message) == _as_langchain(expected), f"{name} call {n}"
         assert server.engine.consumed_problems() == []
+
+
+ANTHROPIC_SCENARIOS = [
+    "Aurora__apps__cli__tests__snapshots__multi-turn-conversation",  # reasoning, text, cache reads
+    "Aurora__examples__acp-agent__tests__snapshots__parallel-tool-calls",
+    "apps__web__tests__snapshots__cordis-tool-round",
+    "examples__acp-agent__tests__snapshots__max-tokens-continue",
+]
+STOP_REASONS = {"stop": "end_turn", "tool-calls": "tool_use", "max-tokens": "max_tokens"}
+
+
+@pytest.mark.parametrize("name", ANTHROPIC_SCENARIOS)
+async def test_chat_anthropic_astream_reads_the_recorded_usage(name: str) -> None:
+    """langchain-anthropic reads streamed usage from ``message_delta`` alone: its input tokens
+    (input plus cache reads) and output tokens are the recorded ones on every call."""
+    assert CORPUS is not None
+    root = CORPUS / "scenarios" / name
+    scripts = load_scenario(root).scripts
+    checked = 0
+    async with serve_scenario(root) as server:
+        for i, script in enumerate(scripts):
+            names = sorted({b["name"] for item in script.entries
+                            if isinstance(item.entry, ChunksEntry)
+                            for b in recorded_blocks(item.entry.chunks)["blocks"]
+                            if b["kind"] == "tool-call"})
+            # The agent's tools, as an agent binds them (its answers then hold content blocks).
+            llm = ChatAnthropic(model_name="claude-replay", base_url=server.url, api_key="any",
+                                max_retries=0, timeout=30, stop=None,
+                                default_headers={"X-Session-Id": f"s{i}"}).bind_tools(
+                [{"name": n, "description": f"the recorded {n} tool",
+                  "input_schema": {"type": "object"}} for n in names])
+            for j, item in enumerate(script.entries):
+                assert isinstance(item.entry, ChunksEntry)
+                recorded = recorded_blocks(item.entry.chunks)
+                message: AIMessageChunk | None = None
+                async for chunk in llm.astream("go"):
+                    message = chunk if message is None else message + chunk
+                assert message is not None and message.usage_metadata is not None
+                usage = recorded["usage"]
+                where = f"{name}[{i}] call {j}"
+                assert message.usage_metadata["input_tokens"] == (
+                    usage.get("inputTokens", 0) + usage.get("cacheReadTokens", 0)), where
+                assert message.usage_metadata["output_tokens"] == usage.get("outputTokens", 0), where
+                assert message.response_metadata["stop_reason"] == STOP_REASONS[
+                    recorded["finish"]["kind"]], where
+                text = "".join(b["content"] for b in recorded["blocks"] if b["kind"] == "text")
+                assert message.text == text, where
+                checked += 1
+        assert server.engine.consumed_problems() == []
+    assert checked == sum(len(s.entries) for s in scripts)

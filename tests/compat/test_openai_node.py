@@ -61,7 +61,10 @@ async def test_openai_node_assembles_every_call(name: str, mode: str) -> None:
         results = await _node(server.url, mode, len(want))
         assert server.engine.consumed_problems() == []
     for n, (result, expected) in enumerate(zip(results, want, strict=True)):
-        assert "error" not in result, f"{name} call {n}: {result}"
+        if "error" in result:  # an error finish rejects, as a throw after its prefix does
+            error = result["error"]
+            assert Assembled(error=(error["status"], error["code"])) == expected, f"{name} call {n}"
+            continue
         if mode == "helper":
             # The helper only accumulates OpenAI's own fields: reasoning_content keeps its
             # last delta, so reasoning is checked on the raw chunks only.

@@ -4,7 +4,9 @@ Every call of a spread of conformance scenarios, streamed (``responses.stream(..
 ``get_final_response()`` when it completes) and not (``responses.create()``), must
 give the recorded output items in order (reasoning, message, function_call) with their
 text, reasoning text, call_id, name and arguments, the status the finish maps to, and
-the usage; the streamed deltas must add up to the same content.
+the usage; the streamed deltas must add up to the same content. Reasoning is checked in both
+forms the route sends (a ``summary_text`` summary by default, ``reasoning_text`` content with
+``--responses-reasoning content``), each item carrying it in exactly one of the two.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import openai
 import pytest
 
-from replay_engine import ChunksEntry, SessionScript, ThrowEntry, load_scenario
+from replay_engine import ChunksEntry, SessionScript, ThrowEntry, WireOptions, load_scenario
 from tests.compat.recorded import PREFIX, SIGNED, Served, check_every_call, recorded_blocks, scenario_scripts
 from tests.compat.recorded import serving as serving_with
 from tests.conftest import conformance_dir
@@ -54,9 +56,11 @@ def _client(url: str, run: str, retries: int) -> openai.AsyncOpenAI:
 
 
 @contextlib.asynccontextmanager
-async def serving(scripts: list[SessionScript]) -> AsyncIterator[Served[openai.AsyncOpenAI]]:
-    """The replay server with one AsyncOpenAI client per run."""
-    async with serving_with(scripts, _client) as served:
+async def serving(scripts: list[SessionScript], reasoning: str = "summary",
+                  ) -> AsyncIterator[Served[openai.AsyncOpenAI]]:
+    """The replay server (reasoning in the given form) with one AsyncOpenAI client per run."""
+    wire = WireOptions(responses_reasoning="content" if reasoning == "content" else "summary")
+    async with serving_with(scripts, _client, wire) as served:
         yield served
 
 
@@ -88,9 +92,13 @@ def sdk_output(response: openai.types.responses.Response) -> list[dict[str, Any]
             assert [part.type for part in item.content] == ["output_text"]
             out.append({"type": item.type, "text": "".join(
                 part.text for part in item.content if part.type == "output_text")})
-        elif item.type == "reasoning":
-            assert item.content is not None and item.summary == []
-            out.append({"type": item.type, "text": "".join(c.text for c in item.content)})
+        elif item.type == "reasoning":  # in exactly one of the two forms
+            if item.content is not None:
+                assert item.summary == [] and {c.type for c in item.content} == {"reasoning_text"}
+                out.append({"type": item.type, "text": "".join(c.text for c in item.content)})
+            else:
+                assert [part.type for part in item.summary] == ["summary_text"]
+                out.append({"type": item.type, "text": item.summary[0].text})
         else:
             out.append({"type": item.type})
     return out
@@ -137,14 +145,41 @@ async def stream_call(api: openai.AsyncOpenAI, session: str) -> tuple[list[Any],
     return events, final
 
 
+DELTAS = ("response.output_text.delta", "response.reasoning_text.delta",
+          "response.reasoning_summary_text.delta", "response.function_call_arguments.delta")
+REASONING_EVENTS = {
+    "summary": ["response.output_item.added", "response.reasoning_summary_part.added",
+                "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+                "response.reasoning_summary_part.done", "response.output_item.done"],
+    "content": ["response.output_item.added", "response.reasoning_text.delta",
+                "response.reasoning_text.done", "response.output_item.done"],
+}
+"""A reasoning item's events in order (its deltas, one or more, shown once), by form."""
+
+
 def streamed_content(events: list[Any]) -> dict[int, str]:
     """What the delta events add up to, per output index."""
     pieces: dict[int, str] = {}
     for event in events:
-        if event.type in ("response.output_text.delta", "response.reasoning_text.delta",
-                          "response.function_call_arguments.delta"):
+        if event.type in DELTAS:
             pieces[event.output_index] = pieces.get(event.output_index, "") + event.delta
     return pieces
+
+
+def reasoning_forms(events: list[Any]) -> set[str]:
+    """The forms the stream's reasoning items took (checking each item's event order)."""
+    forms: set[str] = set()
+    reasoning = {e.output_index for e in events
+                 if e.type == "response.output_item.added" and e.item.type == "reasoning"}
+    for index in reasoning:
+        kinds = [e.type for e in events if getattr(e, "output_index", None) == index]
+        deduped = [k for n, k in enumerate(kinds) if n == 0 or k != kinds[n - 1] or
+                   not k.endswith(".delta")]
+        form = "summary" if "response.reasoning_summary_part.added" in kinds else "content"
+        wanted = REASONING_EVENTS[form]
+        assert deduped in (wanted, [k for k in wanted if not k.endswith(".delta")]), kinds
+        forms.add(form)
+    return forms
 
 
 def check_stream(events: list[Any], final: Any, chunks: list[dict[str, Any]], where: str) -> None:
@@ -161,8 +196,10 @@ def check_stream(events: list[Any], final: Any, chunks: list[dict[str, Any]], wh
     assert added == done == [item["type"] for item in wanted], where
 
 
-async def check_call(served: Served[openai.AsyncOpenAI], session: str, entry: Any, where: str) -> None:
-    """One recorded call, streamed on run ``stream`` and not on run ``create``."""
+async def check_call(served: Served[openai.AsyncOpenAI], session: str, entry: Any, where: str,
+                     forms: set[str] | None = None) -> None:
+    """One recorded call, streamed on run ``stream`` and not on run ``create`` (``forms``
+    collects the forms its streamed reasoning took)."""
     if isinstance(entry, ThrowEntry):
         assert not entry.chunks
         status, cls = ERRORS[entry.code]
@@ -179,18 +216,31 @@ async def check_call(served: Served[openai.AsyncOpenAI], session: str, entry: An
     assert isinstance(entry, ChunksEntry)
     events, final = await stream_call(served.client("stream"), session)
     check_stream(events, final, entry.chunks, f"{where} (stream)")
+    if forms is not None:
+        forms |= reasoning_forms(events)
     created = await served.client("create").responses.create(**_request(session))
     check_response(created, entry.chunks, f"{where} (create)")
 
 
 @pytest.mark.conformance
 @pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
-@pytest.mark.parametrize("name", SCENARIOS)
-async def test_sdk_assembles_every_recorded_call(name: str) -> None:
+@pytest.mark.parametrize(("name", "reasoning"), [
+    *((name, "summary") for name in SCENARIOS),
+    *((name, "content") for name in SCENARIOS[:2]),  # the reasoning-heavy ones
+])
+async def test_sdk_assembles_every_recorded_call(name: str, reasoning: str) -> None:
     assert CORPUS is not None
     scenario = load_scenario(CORPUS / "scenarios" / name)
-    async with serving(scenario.scripts) as served:
-        await check_every_call(served, scenario, name, check_call)
+    seen: set[str] = set()
+
+    async def check(served: Served[openai.AsyncOpenAI], session: str, entry: Any,
+                    where: str) -> None:
+        await check_call(served, session, entry, where, seen)
+
+    async with serving(scenario.scripts, reasoning) as served:
+        await check_every_call(served, scenario, name, check)
+    if name in SCENARIOS[:2]:
+        assert seen == {reasoning}
 
 
 async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Path) -> None:

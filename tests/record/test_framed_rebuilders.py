@@ -96,7 +96,11 @@ async def test_a_non_streamed_answer_rebuilds_the_calls_content(route: str) -> N
                 if route == "/v1/messages":  # tool_use input is parsed JSON: equal as JSON
                     for content in (got_content := _content(got)), want:
                         for tool in content.get("tools", []):
-                            tool["arguments"] = json.loads(tool["arguments"] or "{}")
+                            try:
+                                tool["arguments"] = json.loads(tool["arguments"] or "{}")
+                            except ValueError:  # cut by a max-tokens finish: sent as {}
+                                assert content["finish"] == "max-tokens"
+                                tool["arguments"] = {}
                     assert got_content == want, f"{names[i]} call {j}"
                 else:
                     assert _content(got) == want, f"{names[i]} call {j}"

@@ -103,7 +103,7 @@ def test_refuses_a_directory_holding_a_scenario(tmp_path: Path,
     assert not (tmp_path / "new").exists()
 
 
-async def test_force_keeps_the_old_scenario_as_bak(tmp_path: Path) -> None:
+async def test_force_keeps_the_old_scenario_as_numbered_backups(tmp_path: Path) -> None:
     from replay_engine.record import record_scenario
 
     target = write_scenario(tmp_path / "old", [text_entry("old")])
@@ -116,7 +116,13 @@ async def test_force_keeps_the_old_scenario_as_bak(tmp_path: Path) -> None:
             client = openai.AsyncOpenAI(base_url=rec.base_url, api_key="sk-x", max_retries=0)
             await sdk_stream(client, None)
             await client.close()
-    assert {p.name: p.read_bytes() for p in target.glob("*.bak")} == {
-        f"{name}.bak": data for name, data in old.items()}
+    assert {p.name: p.read_bytes() for p in target.glob("*.bak.*")} == {
+        f"{name}.bak.1": data for name, data in old.items()}
     assert not (target / "replay.override.json").exists()
     assert scripts_json(target) == [[text_entry("new answer")]]
+    first = (target / "session.jsonl").read_bytes()
+    async with serve_scenario(source) as upstream:  # a second re-record never replaces .bak.1
+        async with record_scenario(target, upstream.url, force=True):
+            pass
+    assert (target / "session.jsonl.bak.1").read_bytes() == old["session.jsonl"]
+    assert (target / "session.jsonl.bak.2").read_bytes() == first

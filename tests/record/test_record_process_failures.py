@@ -1,6 +1,7 @@
 """``dsh-replay record`` failing as a process: a file-size limit stops it with exit status 1
 and the error named, leaving logs that ``validate`` reads; a second recorder on the same
-directory is refused at start, naming the one that holds it."""
+directory is refused at start, naming the one that holds it (the pytest plugin's record mode
+too, without telling to record what is being recorded)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from replay_engine.record import ScenarioRecorder
 from tests.record.fakeupstream import FakeUpstream, text_answer
 from tests.record.recordcheck import logged_calls, post
 
@@ -105,3 +107,26 @@ async def test_a_second_recorder_on_the_directory_is_refused_naming_the_first(
                 await first.wait()
     assert code == 0, err
     assert len(logged_calls(target)) == 1
+
+
+def test_the_pytest_plugin_names_the_recorder_holding_a_directory(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_rec='''
+import pytest
+
+@pytest.mark.dsh_replay("scenarios/fresh")
+def test_fresh(dsh_replay):
+    pass
+''')
+    holder = ScenarioRecorder(pytester.path / "scenarios" / "fresh")  # another recording
+    try:
+        result = pytester.runpytest_subprocess(
+            "-p", "replay_engine.testing.pytest_plugin", "-p", "no:cacheprovider",
+            "--dsh-replay-record=missing", "--dsh-replay-upstream", "http://127.0.0.1:9",
+            timeout=110)
+    finally:
+        holder.close()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*cannot serve scenarios/fresh: [[]RECORDING_LOCKED[]]*pid*"])
+    assert "record it first" not in result.stdout.str()  # it was being recorded

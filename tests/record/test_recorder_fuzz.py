@@ -1,7 +1,8 @@
 """A seeded fuzz of the recorder: malformed answers on every dialect, lone surrogates, deep and
-non-finite bodies, error answers of every kind, concurrent calls of several sessions, and a
-write that fails at a random point. Every call the recorder forwarded ends up in a log
-(finished or as its failure), the client always gets the upstream's bytes, nothing logs a
+non-finite bodies, error answers of every kind (statuses HTTP cannot relay, header bytes outside
+ASCII), concurrent calls of several sessions, and a write that fails at a random point. Every
+call the recorder forwarded ends up in a log (finished or as its failure), the client always
+gets the upstream's bytes (or a JSON 502 when they cannot be relayed), nothing logs a
 traceback, and a failure of the recorder itself is raised (the CLI's exit status 1)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from replay_engine.errors import InputError
 from replay_engine.record import record_scenario
+from replay_engine.record.forward import RELAYABLE_STATUSES
 from replay_engine.scenario.check import check_scenario
 from tests.record.fakeupstream import Answer, FakeUpstream, chunk, deep, json_body, named_sse, sse
 from tests.record.recordcheck import Got, logged_calls, no_tracebacks, post
@@ -95,12 +97,14 @@ def _completion(rng: random.Random) -> Answer:
 
 
 def _error(rng: random.Random) -> Answer:
-    status = rng.choice([400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 529, 599])
+    status = rng.choice([400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 529, 599, 600, 999])
     body = rng.choice([
         json.dumps({"error": {"message": rng.choice(TEXTS), "code": _odd(rng)}}).encode(),
         json.dumps({"message": _odd(rng)}).encode(), deep(3000).encode(), b"", b"plain text",
         bytes(rng.randrange(256) for _ in range(30))])
     headers = {"content-encoding": "gzip"} if rng.random() < 0.1 else {}
+    if rng.random() < 0.1:
+        headers["x-note"] = "5 \u00e2\u0082\u00ac"  # the UTF-8 bytes of a euro sign
     return Answer(status, headers, body)
 
 
@@ -189,6 +193,9 @@ def _check(directory: Path, rec: Any, results: list[tuple[Case, Got]], forwarded
             continue
         if got.status == 503 and b"the recording stopped" in got.body:
             continue
+        if case.answer.status not in RELAYABLE_STATUSES:  # nothing of it can be forwarded
+            assert (got.status, got.json()["error"]["code"]) == (502, "INVALID_RESPONSE")
+            continue
         assert (got.status, got.body) == (case.answer.status, case.answer.sent_body), case
     assert len(rec.reports) == len(logged_calls(directory)) == forwarded
     crashes = [r.message for r in rec.reports if "could not read" in (r.message or "")]
@@ -231,7 +238,8 @@ async def test_every_fuzzed_call_is_in_the_log_or_its_failure(
                 _check(directory, rec, results, forwarded)
             else:  # calls that ended once the disk was full are not in the log
                 for case, got in results:
-                    if not case.refused and got.status != 503:
+                    if not case.refused and got.status != 503 and \
+                            case.answer.status in RELAYABLE_STATUSES:
                         assert (got.status, got.body) == (case.answer.status,
                                                           case.answer.sent_body)
                 assert len(rec.reports) == len(logged_calls(directory)) < forwarded

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from replay_engine.errors import InputError
-from replay_engine.record import record_scenario, writer
+from replay_engine.record import primary_sidecar, record_scenario, writer
 from replay_engine.server import request_body, serve_scenario
 from tests.record.fakeupstream import Answer, FakeUpstream, chunk, json_body, sse, text_answer
 from tests.record.recordcheck import assert_valid, logged_calls, no_tracebacks, post
@@ -85,7 +85,7 @@ async def test_one_directory_one_recorder(tmp_path: Path) -> None:
         assert not (target / ".dsh-replay-record.lock").exists()
         async with record_scenario(target, upstream.url, force=True):  # free again
             pass
-    assert [p.name for p in target.glob("*.bak")] == ["session.jsonl.bak"]
+    assert [p.name for p in target.glob("*.bak.*")] == ["session.jsonl.bak.1"]
 
 
 async def test_secrets_split_across_deltas_in_queries_and_cut_error_bodies_are_redacted(
@@ -211,4 +211,40 @@ async def test_a_write_that_fails_stops_the_recording_loudly_and_keeps_whole_cal
     assert len(upstream.requests) == 4  # the recording stopped: nothing more was forwarded
     assert (target / "session.jsonl").read_bytes().endswith(b"\n")  # the torn line cut back
     assert [c.key for c in logged_calls(target)] == ["1/1", "2/1", "3/1"]
+    assert_valid(target)
+
+
+@pytest.mark.parametrize(("answers", "kept", "links"), [
+    (["ok", 429, "ok"], ["chunks", "throw"], True),  # the sidecar put back as it was
+    (["ok", 429, "ok"], ["chunks", "throw"], False),  # rendered again where links fail
+    (["ok", 429], None, True),  # the first failure's log write fails: no sidecar at all
+    ([429, "ok", 500, "ok"], ["throw", "chunks", "throw"], True),
+], ids=["rewritten", "rewritten-without-links", "first-failure", "later-failure"])
+async def test_a_log_write_that_fails_leaves_the_sidecar_holding_the_logged_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_tracebacks: Any,
+        answers: list[str | int], kept: list[str] | None, links: bool) -> None:
+    _failing_write(monkeypatch, after=len(answers) - 1, error=errno.ENOSPC)  # the last call's
+    if not links:
+        def no_link(*args: object) -> None:
+            raise OSError(errno.EPERM, "links not supported")
+
+        monkeypatch.setattr(primary_sidecar.os, "link", no_link)
+    target = tmp_path / "rec"
+    upstream_answers = [text_answer(a) if isinstance(a, str) else
+                        json_body({"error": {"message": "busy"}}, a) for a in answers]
+    async with FakeUpstream(upstream_answers) as upstream:
+        with pytest.raises(InputError):
+            async with record_scenario(target, upstream.url) as rec:
+                for n in range(len(answers)):
+                    await post(rec.url + CHAT, *ask(f"call {n}"))
+    logged = logged_calls(target)
+    assert len(logged) == len(answers) - 1
+    sidecar = target / "replay.override.json"
+    if kept is None:
+        assert not sidecar.exists()
+    else:
+        decided = json.loads(sidecar.read_text())
+        assert [e["kind"] for e in decided] == kept
+        assert [e["kind"] == "throw" for e in decided] == [c.code is not None for c in logged]
+    assert [p.name for p in target.iterdir() if p.name.endswith(".tmp")] == []
     assert_valid(target)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from replay_engine.record import record_scenario
@@ -22,6 +23,7 @@ from tests.record.fakeupstream import (
     sse,
     text_answer,
 )
+from tests.record.rawupstream import Behaviour, RawUpstream, sse_answer, text_events
 from tests.record.recordcheck import assert_valid, logged_calls, no_tracebacks, post
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +162,66 @@ async def test_a_request_the_replay_server_would_refuse_is_refused_before_forwar
             assert (await post(rec.url + CHAT, ASK)).status == 200
     assert [r.index for r in rec.reports] == [0]
     assert_valid(tmp_path / "rec")
+
+
+UNRELAYABLE: list[tuple[str, bytes]] = [
+    ("status-600", b"HTTP/1.1 600 Beyond\r\ncontent-type: application/json\r\n"
+                   b"content-length: 2\r\nconnection: close\r\n\r\n{}"),
+    ("status-999", b"HTTP/1.1 999 X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+]
+
+
+@pytest.mark.parametrize("raw", [c[1] for c in UNRELAYABLE], ids=[c[0] for c in UNRELAYABLE])
+async def test_an_answer_head_the_server_cannot_relay_is_a_json_502_and_a_logged_failure(
+        tmp_path: Path, no_tracebacks: Any, raw: bytes) -> None:
+    target = tmp_path / "rec"
+    async with RawUpstream([Behaviour(raw), Behaviour(sse_answer(text_events("next")))]) as up:
+        async with record_scenario(target, up.url) as rec:
+            got = await post(rec.url + CHAT, ASK)
+            after = await post(rec.url + CHAT, ASK)  # the recorder goes on
+    assert (got.status, got.whole) == (502, True), got
+    error = got.json()["error"]
+    assert error["code"] == "INVALID_RESPONSE" and "cannot be relayed" in error["message"]
+    assert after.status == 200 and b"next" in after.body
+    assert [r.code for r in rec.reports] == ["INVALID_RESPONSE", None]
+    assert [c.code for c in logged_calls(target)] == ["INVALID_RESPONSE", None]
+    assert_valid(target)
+    decided = json.loads((target / "replay.override.json").read_text())
+    assert [e["kind"] for e in decided] == ["throw", "chunks"]
+
+
+async def test_the_model_list_with_an_unrelayable_status_is_a_json_502(
+        tmp_path: Path, no_tracebacks: Any) -> None:
+    async with RawUpstream([Behaviour(UNRELAYABLE[0][1])]) as up:
+        async with record_scenario(tmp_path / "rec", up.url) as rec:
+            async with httpx.AsyncClient() as http:
+                got = await http.get(rec.url + "/v1/models")
+    assert got.status_code == 502 and got.json()["error"]["code"] == "INVALID_RESPONSE"
+    assert "status 600" in got.json()["error"]["message"]
+
+
+async def test_header_bytes_outside_ascii_are_relayed_as_they_came(
+        tmp_path: Path, no_tracebacks: Any) -> None:
+    raw = sse_answer(text_events("ok")).replace(b"\r\n\r\n", b"\r\nx-note: 5 \xe2\x82\xac\r\n\r\n", 1)
+    async with RawUpstream([Behaviour(raw)]) as up:
+        async with record_scenario(tmp_path / "rec", up.url) as rec:
+            async with httpx.AsyncClient() as http:
+                got = await http.post(rec.url + CHAT, json=ASK)
+    assert got.status_code == 200 and got.headers.raw.count((b"x-note", b"5 \xe2\x82\xac")) == 1
+    assert [r.code for r in rec.reports] == [None]
+
+
+async def test_the_model_list_is_relayed_as_the_upstream_gave_it(
+        tmp_path: Path, no_tracebacks: Any) -> None:
+    gzipped = json_body({"object": "list", "data": [{"id": "m", "object": "model"}]},
+                        gzipped=True)
+    async with FakeUpstream([gzipped, json_body({"error": {"message": "no"}}, 404)]) as up:
+        async with record_scenario(tmp_path / "rec", up.url) as rec:
+            async with httpx.AsyncClient() as http:
+                listed = await http.get(rec.url + "/v1/models")
+                missing = await http.get(rec.url + "/v1/models/other")
+    assert listed.status_code == 200 and listed.json()["data"] == [{"id": "m", "object": "model"}]
+    assert "content-encoding" not in listed.headers  # relayed decoded, with its own length
+    assert listed.headers["content-length"] == str(len(listed.content))
+    assert missing.status_code == 404 and missing.json() == {"error": {"message": "no"}}
+    assert rec.reports == []  # the catalog is not a model call

@@ -14,6 +14,7 @@ import pytest
 
 from replay_engine import load_scenario
 from replay_engine.cli.dispatch import main
+from replay_engine.statuscodes import known_throw_codes
 from tests.unit.enginetools import Served, serve_scenario_calls, sidecar_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_scenarios"
@@ -273,3 +274,17 @@ def test_unwritable_sidecar_path(root: Path, capsys: pytest.CaptureFixture[str])
     assert code == 1 and out == ""
     assert "[SIDECAR_INVALID]" in err and "the sidecar is a directory" in err
     assert sorted(p.name for p in root.iterdir()) == [SIDE, "session.jsonl"]
+
+
+def test_an_unknown_throw_code_is_written_with_a_warning_listing_the_known_ones(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(root), "--at", "0", "--throw", "slow down", "--code",
+                         "RATE_LIMT")
+    assert code == 0 and f"wrote {root / SIDE}" in out
+    (warning,) = err.splitlines()
+    assert warning == ("dsh-replay: warning: throw code 'RATE_LIMT' is not a known code, so it "
+                       "is served as HTTP 500; the known codes are " + known_throw_codes())
+    assert "RATE_LIMIT (429)" in warning and "HTTP_<n> (n, 400..599)" in warning
+    assert serve(root, 2)[0] == ([], "RATE_LIMT")  # written as asked: the warning is the news
+    assert run(capsys, str(root), "--at", "0", "--throw", "slow down", "--code",
+               "RATE_LIMIT")[2] == ""  # a known code: no warning

@@ -110,7 +110,7 @@ def test_a_gemini_request_maps_onto_user_and_tool_messages() -> None:
             {"text": "and then?"}]},
     ]}
     assert live_new_messages(corpus) == [
-        ContextItem("tool", "README.md\nsrc\n"), ContextItem("tool", '{"a": 1, "b": "x"}'),
+        ContextItem("tool", "README.md\nsrc\n", "t1"), ContextItem("tool", '{"a": 1, "b": "x"}', "t2"),
         ContextItem("user", "and then?")]
     first = {"systemInstruction": None, "contents": corpus["contents"][:1]}
     assert live_new_messages(first) == [ContextItem("user", "What files are in the workspace?")]

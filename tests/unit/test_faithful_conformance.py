@@ -1,6 +1,6 @@
 """A faithful replay never diverges: for every call of every conformance scenario (v0/v1 and
 the newer generations), its recorded context sent back on each dialect's request shape is the
-recorded conversation."""
+recorded conversation (chat, Messages, Responses and Gemini requests)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,19 @@ def _responses(items: tuple[ContextItem, ...]) -> dict[str, Any]:
     return {"instructions": "i", "input": body}
 
 
+def _gemini(items: tuple[ContextItem, ...]) -> dict[str, Any]:
+    contents: list[dict[str, Any]] = [{"role": "model", "parts": [{"text": "earlier"}]}]
+    for i in items:
+        if i.role == "tool":
+            answer: dict[str, Any] = {"name": "tool", "response": {"output": i.text}}
+            if i.call_id is not None:
+                answer = {"id": i.call_id, **answer}
+            contents.append({"role": "user", "parts": [{"functionResponse": answer}]})
+        else:
+            contents.append({"role": "user", "parts": [{"text": i.text}]})
+    return {"systemInstruction": {"parts": [{"text": "s"}]}, "contents": contents}
+
+
 def _scenarios() -> list[Path]:
     found: list[Path] = []
     for base in (conformance_dir(), conformance_gen_dir()):
@@ -66,7 +79,7 @@ def test_every_recorded_context_sent_back_is_the_recording() -> None:
             for recorded in script_contexts(script):
                 if recorded is None:
                     continue
-                for shape in (_chat, _messages, _responses):
+                for shape in (_chat, _messages, _responses, _gemini):
                     found = divergence(live_new_messages(shape(recorded)), recorded)
                     assert found is None, (root, script.file, shape.__name__, found)
                 checked += 1

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from replay_engine import ReplayEngine
-from replay_engine.engine import core
+from replay_engine.engine import resolving
 from replay_engine.errors import PlaceholderError
 from tests.unit.enginetools import scripts
 
@@ -41,7 +41,7 @@ async def test_patterns_wait_for_the_engines_own_workers(monkeypatch: pytest.Mon
     holders = [object(), object()]
     for holder in holders:  # every worker busy: calls now queue on this limiter
         await limiter.acquire_on_behalf_of(holder)
-    monkeypatch.setattr(core, "PLACEHOLDER_QUEUE", 2)
+    monkeypatch.setattr(resolving, "PLACEHOLDER_QUEUE", 2)
     results: dict[str, str] = {}
     async with anyio.create_task_group() as tg:
         async def call(session: str, run: str) -> None:
@@ -50,7 +50,7 @@ async def test_patterns_wait_for_the_engines_own_workers(monkeypatch: pytest.Mon
         tg.start_soon(call, "a", "r1")
         tg.start_soon(call, "b", "r2")
         with anyio.fail_after(5):
-            while engine._resolving < 2:
+            while engine._pool.waiting < 2:
                 await anyio.sleep(0)
         with pytest.raises(PlaceholderError, match="already waiting"):
             await _text(engine, "c", "r3")  # the queue is full: refused at once
@@ -83,4 +83,4 @@ async def test_one_run_uses_one_worker_at_a_time() -> None:
 def test_the_pool_keeps_a_core_for_the_event_loop() -> None:
     import os
 
-    assert 1 <= core.PLACEHOLDER_WORKERS <= max(1, (os.cpu_count() or 2) - 1)
+    assert 1 <= resolving.PLACEHOLDER_WORKERS <= max(1, (os.cpu_count() or 2) - 1)

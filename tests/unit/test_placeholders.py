@@ -16,7 +16,7 @@ from replay_engine import (
     resolve_scripted_entry,
 )
 from replay_engine import events as ev
-from replay_engine.engine.placeholders import request_corpus, split_placeholder
+from replay_engine.engine.placeholders import searched_text, split_placeholder
 from tests.conftest import SAMPLES
 from tests.unit.enginetools import Recorder, collect, scripts
 
@@ -60,12 +60,12 @@ def test_resolution(template: str, expected: str) -> None:
 
 
 def test_corpus_is_string_leaves_depth_first_joined_by_newline() -> None:
-    assert request_corpus(MSGS) == "\n".join([
+    assert searched_text(MSGS) == "\n".join([
         "system", "id abcd and id 1234", "user", "text", "ticket T-1 then T-22", "user",
         "branch fix/beef, later fix/c0de"])
     assert resolved("{{fromRequest:system\\nid (\\w+)}}", MSGS) == "abcd"
-    assert request_corpus(None) == ""
-    assert request_corpus({"a": ["x", {"b": "y"}], "c": "z"}) == "x\ny\nz"
+    assert searched_text(None) == ""
+    assert searched_text({"a": ["x", {"b": "y"}], "c": "z"}) == "x\ny\nz"
 
 
 @pytest.mark.parametrize(

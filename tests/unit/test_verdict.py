@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from replay_engine import NotConsumedError, ReplayEngine, ReplayError, load_scenario
-from replay_engine.context import ContextItem
+from replay_engine.context import ContextItem, live_new_messages
 from replay_engine.divergence import divergence, same_text
 from replay_engine.statuscodes import throw_code_warning
 from tests.unit.enginetools import collect
@@ -115,6 +115,31 @@ def test_tool_results_compare_by_the_call_they_answer() -> None:
     assert changed.to_json()["recorded"] == {"role": "tool", "text": "42", "toolCallId": "t1"}
 
 
+def _gemini(*results: tuple[str | None, str]) -> list[ContextItem]:
+    """What a Gemini request's new content reads as: a model turn, then one user turn holding a
+    ``functionResponse`` part per (id, result), as google-genai sends parallel results."""
+    parts = [{"functionResponse": {**({"id": call_id} if call_id else {}), "name": "bash",
+                                   "response": {"output": text}}} for call_id, text in results]
+    return live_new_messages({"systemInstruction": None, "contents": [
+        {"role": "user", "parts": [{"text": "Say hi"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "t1", "name": "bash", "args": {}}}]},
+        {"role": "user", "parts": parts}]})
+
+
+def test_gemini_tool_results_compare_by_the_call_they_answer() -> None:
+    recorded = [ContextItem("tool", "42", "t1"), ContextItem("tool", "7", "t2")]
+    assert _gemini(("t1", "42"), ("t2", "7")) == recorded
+    assert divergence(_gemini(("t2", "7"), ("t1", "42")), recorded) is None  # any order
+    unknown = divergence(_gemini(("t1", "42"), ("t2", "7"), ("t9", "x")), recorded)
+    assert unknown is not None and unknown.kind == "tool-unknown"
+    assert "answers tool call 't9', which the recording never issued" in unknown.describe()
+    missing = divergence(_gemini(("t2", "7")), recorded)
+    assert missing is not None and (missing.kind, missing.where) == ("tool-missing",
+                                                                     "tool result t1")
+    changed = divergence(_gemini(("t1", "41"), ("t2", "7")), recorded)
+    assert changed is not None and changed.kind == "tool-differs"
+
+
 # -- served calls ----------------------------------------------------------------------------
 
 
@@ -206,6 +231,41 @@ async def test_a_retry_after_a_scripted_failure_is_seen_and_strict_fails_it(tmp_
     await collect(engine, "s", [U0])  # the client retries the 429: it takes the next call
     record = engine.journal()[1]
     assert record.retry_detected and record.to_json()["retry"] is True
+    assert any("is a retry of the failed call before it" in p for p in engine.verdict_problems())
+
+
+RETRY = {"type": "retry/scheduled", "data": {"turn": 1, "step": 1, "attempt": 2, "delayMs": 500}}
+
+
+async def test_a_retry_after_an_error_finish_is_seen_and_a_recorded_one_passes_strict(
+        tmp_path: Path) -> None:
+    """An error finish is a scripted failure as a throw is: the same request again is a retry.
+    Where the recording itself holds that retry (the same context before the next call),
+    strict mode lets it pass; where it does not, strict fails it."""
+    error = [{"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": c}} for c in (
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "par"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "par"}},
+        {"type": "finish", "reason": {"kind": "error", "failure": {"code": "EMPTY_RESPONSE",
+                                                                   "message": "empty"}}})]
+    recorded = tmp_path / "recorded"  # the harness retried the call, as it logs a retry
+    recorded.mkdir()
+    write_log(recorded / "session.jsonl", {"type": "session", "version": 0, "id": "p", "createdAt": 1},
+              [user("Say hi"), *error, RETRY, *_chunks(1, 1, "hi")])
+    engine = ReplayEngine(load_scenario(recorded).scripts, strict=True)
+    await collect(engine, "s", [U0])
+    await collect(engine, "s", [U0])
+    assert engine.journal()[1].retry_detected
+    assert engine.verdict_problems() == []
+
+    unrecorded = tmp_path / "unrecorded"
+    unrecorded.mkdir()
+    write_log(unrecorded / "session.jsonl", {"type": "session", "version": 0, "id": "p", "createdAt": 1},
+              [user("Say hi"), *error, user("Next"), *_chunks(2, 1, "two")])
+    engine = ReplayEngine(load_scenario(unrecorded).scripts, strict=True)
+    await collect(engine, "s", [U0])
+    await collect(engine, "s", [U0])
+    assert engine.journal()[1].retry_detected
     assert any("is a retry of the failed call before it" in p for p in engine.verdict_problems())
 
 

@@ -2,7 +2,9 @@
 
 A DeepSeek-style client rebuilds each call chunk for chunk when a DeepSeek
 stream could have produced it; every call's content survives the wire, in
-streaming and in ``stream: false`` form.
+streaming and in ``stream: false`` form. An error finish ends its call like a throw after its
+prefix: the prefix, then the SDK raises the finish's code (``stream: false``: the HTTP error
+of that code); ``--chat-error-finish reason`` sends the code as ``finish_reason`` instead.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import json
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
-from replay_engine import ChunksEntry, ReplayEngine, SessionScript
+from replay_engine import ChunksEntry, ReplayEngine, SessionScript, WireOptions
 from replay_engine.models import ScriptEntry
 from replay_engine.scenario.sidecar import validate_entry
 from replay_engine.server import ReplayServer
+from replay_engine.statuscodes import status_for_code
+from replay_engine.wire.dialect import failure_of, is_error_finish
 from tests.conftest import conformance_dir
 from tests.wire.wire_helpers import (
     deepseek_producible,
@@ -63,21 +68,51 @@ def _expected_content(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return content
 
 
+def _failure(chunks: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """Message and code of the call's error finish (None: it has none)."""
+    finish = chunks[-1].get("reason") if chunks and chunks[-1]["type"] == "finish" else None
+    return failure_of(finish) if is_error_finish(finish) else None
+
+
+async def _stream_until_failure(client: openai.AsyncOpenAI, session: str,
+                                ) -> tuple[list[dict[str, Any]], openai.APIError | None]:
+    """One streamed call's chunks and, when it failed after them, the SDK's error."""
+    stream = await client.chat.completions.create(
+        model="deepseek-chat", messages=[{"role": "user", "content": "go"}], stream=True,
+        extra_headers={"X-Session-Id": session})
+    chunks: list[dict[str, Any]] = []
+    try:
+        async for chunk in stream:
+            chunks.append(chunk.model_dump(exclude_unset=True))
+    except openai.APIError as error:
+        return chunks, error
+    return chunks, None
+
+
 @pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
 async def test_sdk_stream_rebuilds_every_deepseek_producible_call() -> None:
     scripts, names = _corpus_scripts()
     engine = ReplayEngine(scripts)
-    total = producible = 0
+    total = producible = failures = 0
     async with ReplayServer(engine) as server:
         client = sdk(server.url)
         for i, script in enumerate(scripts):
             for j, item in enumerate(script.entries):
                 assert isinstance(item.entry, ChunksEntry)
                 chunks = item.entry.chunks
-                wire = await sdk_stream(client, f"s{i}")
+                wire, error = await _stream_until_failure(client, f"s{i}")
                 where = f"{names[i]} call {j}"
-                assert wire_content(wire) == _expected_content(chunks), where
                 total += 1
+                failure = _failure(chunks)
+                if failure is not None:  # the prefix, then the SDK raises the finish's code
+                    failures += 1
+                    assert error is not None and (error.message, error.code) == failure, where
+                    want = _expected_content(chunks)
+                    want["usage"] = want["finish"] = None
+                    assert wire_content(wire) == want, where
+                    continue
+                assert error is None, where
+                assert wire_content(wire) == _expected_content(chunks), where
                 if deepseek_producible(chunks):
                     producible += 1
                     assert rebuild(wire) == chunks, where
@@ -85,9 +120,29 @@ async def test_sdk_stream_rebuilds_every_deepseek_producible_call() -> None:
     assert engine.consumed_problems() == []
     # 1042 servable corpus calls; the others carry what a DeepSeek stream cannot
     # (blocks with no deltas, interleaved block-ends, error finishes, replayState).
-    assert total >= 1000
+    assert total >= 1000 and failures > 0
     print(f"deepseek-producible calls rebuilt chunk for chunk: {producible}/{total}")
     assert producible / total >= 0.85, (producible, total)
+
+
+@pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
+async def test_the_reason_form_sends_every_error_finish_as_its_code() -> None:
+    scripts, names = _corpus_scripts()
+    failing = [(i, j) for i, script in enumerate(scripts) for j, item in enumerate(script.entries)
+               if isinstance(item.entry, ChunksEntry) and _failure(item.entry.chunks)]
+    assert failing
+    engine = ReplayEngine(scripts)
+    async with ReplayServer(engine, wire=WireOptions(chat_error_finish="reason")) as server:
+        client = sdk(server.url)
+        for i, script in enumerate(scripts):
+            for j, item in enumerate(script.entries):
+                assert isinstance(item.entry, ChunksEntry)
+                wire = await sdk_stream(client, f"s{i}")  # never raises in this form
+                if (i, j) in failing:
+                    want = _expected_content(item.entry.chunks)
+                    assert wire_content(wire) == want, f"{names[i]} call {j}"
+        await client.close()
+    assert engine.consumed_problems() == []
 
 
 @pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
@@ -101,8 +156,15 @@ async def test_non_stream_completion_carries_every_call() -> None:
                 response = await http.post("/runs/plain/v1/chat/completions",
                                            json={"model": "m", "messages": []},
                                            headers={"X-Session-Id": f"s{i}"})
-                assert response.status_code == 200
                 body = response.json()
+                failure = _failure(item.entry.chunks)
+                if failure is not None:  # the HTTP error a throw after its prefix answers
+                    assert response.status_code == status_for_code(failure[1])
+                    assert body == {"error": {"message": failure[0], "type": "replay_error",
+                                              "code": failure[1]}}
+                    assert response.headers["x-should-retry"] == "false"
+                    continue
+                assert response.status_code == 200
                 want = _expected_content(item.entry.chunks)
                 message = body["choices"][0]["message"]
                 got = {

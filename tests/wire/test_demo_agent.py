@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 
+from replay_engine import WireOptions
 from replay_engine.cli.dispatch import main as cli_main
 from replay_engine.errors import ConfigError, ServerUnreachableError
 from replay_engine.server import serve_scenario
@@ -223,7 +224,7 @@ async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
 DIALECT_FINISH = {"anthropic": ("tool_use", "end_turn"), "responses": ("completed", "completed"),
                   "gemini": ("STOP", "STOP")}
 LIMITS = {"anthropic": "max_tokens", "responses": "incomplete (max_output_tokens)",
-          "gemini": "MAX_TOKENS"}
+          "gemini": "MAX_TOKENS", "openai": "length"}
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "responses", "gemini"])
@@ -261,8 +262,11 @@ async def test_basic_chat_on_each_dialect_is_driven_to_consumed(samples: Path, d
         assert items[2]["call_id"] == "call_ls_1"
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "responses", "gemini"])
-async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect: str) -> None:
+@pytest.mark.parametrize(("dialect", "error_finish"), [
+    ("openai", "error"), ("openai", "reason"), ("anthropic", "error"), ("responses", "error"),
+    ("gemini", "error")])
+async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect: str,
+                                                        error_finish: str) -> None:
     text = _chunks_entry("x")["chunks"]
     scenario = _write_scenario(tmp_path / "scenario", [
         {"kind": "throw", "chunks": [], "message": "who are you", "code": "AUTH"},
@@ -276,7 +280,8 @@ async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect:
     ready = tmp_path / "ready"
     ready.mkdir()
     lines: list[str] = []
-    async with serve_scenario(scenario, port=0, ready_dir=ready) as server:
+    wire = WireOptions(chat_error_finish="reason" if error_finish == "reason" else "error")
+    async with serve_scenario(scenario, port=0, ready_dir=ready, wire=wire) as server:
         result = await run_demo_agent(server.url, ready_dir=str(ready), out=lines.append,
                                       dialect=dialect)
         journal = server.engine.journal()
@@ -287,7 +292,10 @@ async def test_hang_throws_and_finishes_on_each_dialect(tmp_path: Path, dialect:
     assert "readyFile hang-ready" in outcomes[2] and "ABORTED" in outcomes[2]
     limit = LIMITS[dialect]
     assert f"finish {limit}, 'x'" in outcomes[3]
-    assert "recorded error finish CONTEXT_WINDOW_EXCEEDED" in outcomes[4]
+    if error_finish == "reason":  # the code as finish_reason, which the demo agent accepts
+        assert "finish context_window_exceeded" in outcomes[4]
+    else:
+        assert "recorded error finish CONTEXT_WINDOW_EXCEEDED" in outcomes[4]
     assert "'after all that'" in outcomes[5]
     assert [(r.outcome, r.dialect) for r in journal] == [
         ("failed", dialect), ("failed", dialect), ("cancelled", dialect), ("finished", dialect),
@@ -300,7 +308,7 @@ def test_expected_finish_reads_each_dialects_names() -> None:
     assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "anthropic") == "end_turn"
     assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "responses") == "completed"
     error = {"type": "finish", "reason": {"kind": "error", "failure": {"code": "SERVER"}}}
-    assert demo_agent._expected_finish([error], "openai") == "server"
+    assert demo_agent._expected_finish([error], "openai") == "error SERVER"
     assert demo_agent._expected_finish([error], "responses") == "error SERVER"
     assert demo_agent._expected_finish([], "anthropic") is None
     assert demo_agent._expected_finish(_chunks_entry("a")["chunks"], "gemini") == "STOP"

@@ -3,9 +3,11 @@ session ids that would forge log lines, and --host / --port values that cannot b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -140,7 +142,6 @@ def test_port_and_host_that_cannot_be_listened_on_are_usage_errors(
     assert "Traceback" not in done.stderr
 
 
-
 async def test_the_recorder_refuses_foreign_hosts_and_origins(tmp_path: Path) -> None:
     from replay_engine.record import record_scenario
 
@@ -156,3 +157,50 @@ async def test_the_recorder_refuses_foreign_hosts_and_origins(tmp_path: Path) ->
         assert foreign.status_code == 403
         assert upstream.engine.journal() == []  # nothing reached the provider
         assert (await client.get(recording.url + "/healthz")).status_code == 200
+
+
+LONG = 60_000
+
+
+@contextlib.asynccontextmanager
+async def _front_door(kind: str, tmp_path: Path) -> AsyncIterator[str]:
+    """The base URL of a replay server, or of a recorder in front of one."""
+    from replay_engine.record import record_scenario
+
+    async with serve_scenario(_scenario(tmp_path)) as server:
+        if kind == "replay":
+            yield server.url
+            return
+        async with record_scenario(tmp_path / "rec", server.url) as recording:
+            yield recording.url
+
+
+@pytest.mark.parametrize("kind", ["replay", "recorder"])
+@pytest.mark.parametrize(("method", "path", "headers", "status", "code"), [
+    ("GET", "/healthz", {"Host": "h" * LONG}, 403, "HOST_NOT_ALLOWED"),
+    ("GET", "/healthz", {"Origin": "http://" + "o" * LONG}, 403, "ORIGIN_NOT_ALLOWED"),
+    ("POST", "/v1/chat/completions", {"Content-Type": "text/" + "p" * LONG}, 415,
+     "UNSUPPORTED_MEDIA_TYPE"),
+    ("GET", "/nowhere/" + "n" * LONG, {}, 404, "NOT_FOUND"),
+    ("DELETE", "/v1/models/" + "m" * LONG, {}, 405, "METHOD_NOT_ALLOWED"),
+], ids=["host", "origin", "content-type", "not-found", "method"])
+async def test_a_refusal_quotes_a_huge_value_capped(
+        tmp_path: Path, kind: str, method: str, path: str, headers: dict[str, str], status: int,
+        code: str) -> None:
+    async with _front_door(kind, tmp_path) as url, httpx.AsyncClient() as client:
+        answer = await client.request(method, url + path, headers=headers, content=b"{}")
+    assert answer.status_code == status, answer.text[:300]
+    error = answer.json()["error"]
+    assert error["code"] == code
+    assert len(answer.content) < 2_000 and "characters)" in error["message"]
+
+
+async def test_the_recorders_404_names_every_model_route(tmp_path: Path) -> None:
+    async with _front_door("recorder", tmp_path) as url, httpx.AsyncClient() as client:
+        answer = await client.get(url + "/v2/else")
+    message = answer.json()["error"]["message"]
+    assert answer.status_code == 404 and "'/v2/else'" in message
+    for route in ("/v1/chat/completions", "/v1/messages", "/v1/responses",
+                  "/v1beta/models/{model}:generateContent",
+                  "/v1beta/models/{model}:streamGenerateContent"):
+        assert route in message

@@ -1,7 +1,10 @@
 """SPEC 4a's integer rule on every wire and in the recorder: a recorded ``12.0`` is the integer 12.
 
-Each route reads usage counters through one rule (``replay_engine.jsonnumbers.count``), so the
-same recording gives the same numbers whichever client asks; the real SDKs judge it.
+Each route reads usage counters through one rule (``replay_engine.jsonnumbers``), so the
+same recording gives the same numbers whichever client asks; the real SDKs judge it, and the
+raw bytes of the native and Gemini routes are read too (a JSON ``12.0`` is a float to any
+client that parses it, whatever an SDK's own model makes of it). Only the counters change on
+the native route: the rest of each chunk goes out as loaded.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
 from replay_engine.record.anthropic import ANTHROPIC_MESSAGES
+from replay_engine.record.gemini import GEMINI
 from replay_engine.record.openai_chat import OPENAI_CHAT
 from replay_engine.record.responses import OPENAI_RESPONSES
 from replay_engine.server import serve_scenario
+from tests.compat.gemini_helpers import MODEL as GEMINI_MODEL
+from tests.compat.gemini_helpers import connected
 
 pytestmark = pytest.mark.anyio
 
@@ -91,6 +98,51 @@ async def test_float_counters_are_integers_on_responses(tmp_path: Path) -> None:
         assert final.usage is not None and final.usage.input_tokens == 15
 
 
+async def test_float_counters_are_integers_on_the_native_route(tmp_path: Path) -> None:
+    async with serve_scenario(_scenario(tmp_path / "s", 1)) as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        raw = (await http.post("/replay/v1/stream", json={"messages": []})).text
+    chunks = [json.loads(line) for line in raw.splitlines()]
+    usage = _usage_of(chunks)
+    assert usage == {"inputTokens": 12, "outputTokens": 5, "cacheReadTokens": 3,
+                     "reasoningTokens": 2}
+    assert all(type(v) is int for v in usage.values())
+    recorded = _entry()["chunks"]
+    assert [c for c in chunks if c["type"] != "usage"] == [c for c in recorded
+                                                           if c["type"] != "usage"]
+
+
+def test_the_native_route_keeps_every_other_value_as_loaded() -> None:
+    from replay_engine.wire.native import NdjsonEncoder
+
+    odd = {"type": "usage", "usage": {"inputTokens": 12.0, "outputTokens": 2.5,
+                                      "note": "x", "flag": True}, "extra": 1.0}
+    assert json.loads(NdjsonEncoder().encode(odd) or b"") == {
+        "type": "usage", "usage": {"inputTokens": 12, "outputTokens": 2.5, "note": "x",
+                                   "flag": True}, "extra": 1.0}
+    text = {"type": "text-delta", "index": 0.0, "text": "hi"}
+    assert NdjsonEncoder().encode(text) == b'{"type":"text-delta","index":0.0,"text":"hi"}\n'
+
+
+async def test_float_counters_are_integers_on_gemini(tmp_path: Path) -> None:
+    async with serve_scenario(_scenario(tmp_path / "s", 3)) as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        raw = await http.post(f"/v1beta/models/{GEMINI_MODEL}:generateContent", json={})
+        async with connected(server.url) as api:
+            made = await api.aio.models.generate_content(model=GEMINI_MODEL, contents="q")
+            streamed = [r async for r in await api.aio.models.generate_content_stream(
+                model=GEMINI_MODEL, contents="q")]
+    wire = raw.json()["usageMetadata"]
+    assert wire == {"promptTokenCount": 15, "candidatesTokenCount": 5, "totalTokenCount": 22,
+                    "cachedContentTokenCount": 3, "thoughtsTokenCount": 2}
+    assert all(type(v) is int for v in wire.values())
+    for response in (made, streamed[-1]):
+        usage = response.usage_metadata
+        assert usage is not None
+        assert (usage.prompt_token_count, usage.candidates_token_count,
+                usage.cached_content_token_count, usage.thoughts_token_count) == (15, 5, 3, 2)
+
+
 def _usage_of(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return next(c["usage"] for c in chunks if c["type"] == "usage")
 
@@ -114,5 +166,13 @@ def test_the_recorder_reads_float_counters_as_integers() -> None:
                   "output_tokens_details": {"reasoning_tokens": 2.0}}})
     assert _usage_of(responses) == {"inputTokens": 12, "outputTokens": 5, "cacheReadTokens": 3,
                                     "reasoningTokens": 2}
-    for usage in map(_usage_of, (chat, messages, responses)):
+    gemini = GEMINI.completion_chunks({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 15.0, "candidatesTokenCount": 5.0,
+                          "cachedContentTokenCount": 3.0, "thoughtsTokenCount": 2.0,
+                          "totalTokenCount": 22.0}})
+    assert _usage_of(gemini) == {"inputTokens": 12, "outputTokens": 5, "cacheReadTokens": 3,
+                                 "reasoningTokens": 2}
+    for usage in map(_usage_of, (chat, messages, responses, gemini)):
         assert all(type(v) is int for v in usage.values())

@@ -128,3 +128,30 @@ def test_serve_on_a_busy_port_exits_4_naming_cannot_listen(samples: Path,
     err = capsys.readouterr().err
     assert "[CANNOT_LISTEN]" in err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err
+
+
+def test_the_wire_options_reach_the_served_wires(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    root.mkdir()
+    entry = {"kind": "chunks", "chunks": [
+        {"type": "reasoning-delta", "index": 0, "text": "thinking"},
+        {"type": "finish", "reason": {"kind": "error", "failure": {"code": "EMPTY_RESPONSE",
+                                                                   "message": "nothing"}}}]}
+    (root / "replay.override.json").write_text(json.dumps([entry, entry]))
+    proc = _start(str(root), "--port", "0", "--chat-error-finish", "reason",
+                  "--responses-reasoning", "content")
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        client = openai.OpenAI(base_url=url + "/v1", api_key="replay", max_retries=0)
+        chunks = list(client.chat.completions.create(model="m", messages=[], stream=True))
+        assert chunks[-1].choices[0].finish_reason == "empty_response"  # the code, lower case
+        failed = client.responses.create(model="m", input="q")
+        assert failed.status == "failed"
+        reasoning = failed.output[0]
+        assert reasoning.type == "reasoning" and reasoning.summary == []
+        assert [c.text for c in reasoning.content or []] == ["thinking"]
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)

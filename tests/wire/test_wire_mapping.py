@@ -7,18 +7,19 @@ from typing import Any
 
 import pytest
 
+from replay_engine.errors import ScriptedFailure
 from replay_engine.statuscodes import code_for_status
 from replay_engine.wire.openai_chat import (
     DONE_EVENT,
+    ChatStreamEncoder,
     CompletionAssembler,
-    StreamEncoder,
     status_for_code,
     usage_to_wire,
 )
 
 
 def _events(chunks: list[dict[str, Any]]) -> list[Any]:
-    encoder = StreamEncoder("m", "chatcmpl-1", 7)
+    encoder = ChatStreamEncoder("m", "chatcmpl-1", 7)
     raw = b"".join(e for e in map(encoder.encode, chunks) if e) + encoder.close()
     assert raw.endswith(DONE_EVENT)
     out = []
@@ -109,10 +110,40 @@ def test_usage_rides_on_the_finish_chunk_or_alone_when_out_of_place() -> None:
         "prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_miss_tokens"}
 
 
-def test_error_finish_maps_to_its_failure_code_in_lower_case() -> None:
+ERROR_FINISH = [{"type": "text-delta", "index": 0, "text": "par"},
+                {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
+                {"type": "finish", "reason": {"kind": "error", "failure": {
+                    "code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}}]
+
+
+def test_an_error_finish_ends_the_stream_like_a_throw_after_its_prefix() -> None:
+    encoder = ChatStreamEncoder("m", "chatcmpl-1", 7)
+    raw = b"".join(e for e in map(encoder.encode, ERROR_FINISH) if e) + encoder.close()
+    events = [json.loads(e[6:]) for e in raw.split(b"\n\n") if e]
+    assert DONE_EVENT not in raw
+    assert events[0]["choices"][0]["delta"] == {"content": "par"}
+    assert events[1:] == [{"error": {"message": "too long", "code": "CONTEXT_WINDOW_EXCEEDED"}}]
+    assert encoder.encode({"type": "usage", "usage": {"inputTokens": 1}}) is None
+    assembler = CompletionAssembler()
+    for chunk in ERROR_FINISH:
+        assembler.add(chunk)
+    with pytest.raises(ScriptedFailure) as failed:
+        assembler.result("m")
+    assert (failed.value.code, failed.value.message) == ("CONTEXT_WINDOW_EXCEEDED", "too long")
+
+
+def test_the_reason_form_maps_an_error_finish_to_its_code_in_lower_case() -> None:
     reason = {"kind": "error", "failure": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "x"}}
-    assert _events([{"type": "finish", "reason": reason}])[0]["choices"][0]["finish_reason"] == \
-        "context_window_exceeded"
+    encoder = ChatStreamEncoder("m", "chatcmpl-1", 7, error_finish="reason")
+    event = encoder.encode({"type": "finish", "reason": reason})
+    assert event is not None and encoder.close() == DONE_EVENT
+    assert json.loads(event[6:])["choices"][0]["finish_reason"] == "context_window_exceeded"
+    assembler = CompletionAssembler(error_finish="reason")
+    for chunk in ERROR_FINISH:
+        assembler.add(chunk)
+    done = assembler.result("m")
+    assert done["choices"][0]["finish_reason"] == "context_window_exceeded"
+    assert done["choices"][0]["message"]["content"] == "par"
 
 
 def test_non_stream_assembly() -> None:
@@ -136,7 +167,7 @@ def test_non_stream_assembly() -> None:
 
 
 def test_the_opening_role_chunk_is_first_and_never_repeated() -> None:
-    encoder = StreamEncoder("m", "chatcmpl-1", 7)
+    encoder = ChatStreamEncoder("m", "chatcmpl-1", 7)
     opening = json.loads(encoder.opening().removeprefix(b"data: "))
     assert opening == {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7,
                        "model": "m", "choices": [{"index": 0, "delta": {
@@ -165,7 +196,7 @@ def test_tool_ids_and_names_go_out_once_per_block_and_again_only_when_they_chang
 
 def test_include_usage_sends_usage_alone_after_the_finish_and_null_before() -> None:
     usage = {"inputTokens": 2, "outputTokens": 3}
-    encoder = StreamEncoder("m", "chatcmpl-1", 7, include_usage=True)
+    encoder = ChatStreamEncoder("m", "chatcmpl-1", 7, include_usage=True)
     chunks = [{"type": "text-delta", "index": 0, "text": "hi"}, {"type": "usage", "usage": usage},
               {"type": "finish", "reason": {"kind": "stop"}}]
     raw = encoder.opening() + b"".join(e for e in map(encoder.encode, chunks) if e) + encoder.close()

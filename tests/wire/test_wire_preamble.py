@@ -84,7 +84,7 @@ async def test_model_route_errors_say_do_not_retry_unless_asked(tmp_path: Path) 
             plain = await http.post(CHAT, json={})
             exhausted = await http.post(CHAT, json={})
             malformed = await http.post(CHAT, content=b"{not json")
-            unknown = await http.get("/v1/models/nope")
+            unknown = await http.get("/v1/responses/resp_nope")
         assert [r.status_code for r in (streamed, plain, exhausted, malformed, unknown)] == [
             429, 429, 409, 400, 404]
         for answer in (streamed, plain, exhausted, malformed, unknown):

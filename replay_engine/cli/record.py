@@ -1,10 +1,12 @@
 """``dsh-replay record``: record a live agent run into a scenario until Ctrl-C / SIGTERM.
 
 The first stdout line is the base URL; one line per recorded call goes to stderr; on stop
-the logs are finished and a summary printed. Exit status 0, or 1 when the scenario will
-not load as recorded (a child session's call failed upstream; the message names it) or the
+the logs are finished and a summary printed. Exit status 0; 1 when the scenario will not
+load as recorded (a child session's call failed upstream; the message names it), the
 recording failed (a write that failed stops it at once, the error named; the logs keep every
-whole call), or another recorder holds the directory.
+whole call) or another recorder holds the directory; 4 when it cannot listen on its port (as
+``serve`` and the debugger). The listening flags and ``--url-file`` are the serving front
+ends' own (``serve_options``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,17 @@ import signal
 import sys
 from typing import Any
 
-from ..errors import ConfigError
 from ..files import atomic_write
-from ..server.listen import RECORDING_EXPOSES, add_listen_arguments, loopback_warning
-from . import CallReport, Recording, record_scenario
-from .writer import DEFAULT_FORMAT, FORMATS
+from ..record import CallReport, Recording, load_scrub_file, record_scenario
+from ..record.summary import recording_summary, report_line
+from ..record.writer import DEFAULT_FORMAT, FORMATS
+from ..server.listen import (
+    RECORDING_EXPOSES,
+    add_listen_arguments,
+    cannot_listen,
+    loopback_warning,
+)
+from .serve_options import add_url_file_argument
 
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 
@@ -38,8 +46,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--upstream", required=True, metavar="BASE_URL",
                    help="the provider's base URL, e.g. https://api.deepseek.com")
     add_listen_arguments(p, allow_hosts=False)
-    p.add_argument("--url-file", default=None, metavar="FILE",
-                   help="also write the base URL to FILE (atomically)")
+    add_url_file_argument(p)
     p.add_argument("--pack", action="store_true",
                    help="write runs of deltas as packed rows (smaller logs; v1 only: v4 streams "
                    "are always compact)")
@@ -47,43 +54,14 @@ def register(subparsers: Any) -> None:
                    help="log generation to write: v1 (session.jsonl, session.N.jsonl; the "
                    "default) or v4 (session.v4.jsonl, session.N.v4.jsonl: one settlement event "
                    "per call, its stream as compact records)")
+    p.add_argument("--scrub", default=None, metavar="FILE",
+                   help="scrub what is written: a .py file defining before_record_request, "
+                   "before_record_chunk and/or filter_text, or a .json / .toml file of filter_text "
+                   "rules; matches become stable {{scrubbed:NAME-HASH}} tokens")
     p.add_argument("--force", action="store_true",
-                   help="record into a directory holding a scenario; its files are kept as .bak")
+                   help="record into a directory holding a scenario; its files are kept as .bak.N")
     p.set_defaults(handler=run_record)
 
-
-def report_line(report: CallReport) -> str:
-    """The stderr line of one recorded call."""
-    who = "anonymous session" if report.session is None else f"session {report.session}"
-    head = f"{report.file} call #{report.index} ({report.key}, {who}): {report.chunks} chunks"
-    if report.failed:
-        return f"{head}, failed upstream {report.code}: {report.message}"
-    return f"{head}, finish {report.finish}"
-
-
-def summary(recording: Recording) -> list[str]:
-    """What the recording wrote, and what keeps it from loading."""
-    recorder = recording.recorder
-    logs = ", ".join(log.path.name for log in recorder.sessions.values()) or "no logs"
-    lines = [f"recorded {len(recording.reports)} call(s) of {len(recorder.sessions)} session(s) "
-             f"into {recording.directory} ({logs})"]
-    if recorder.dropped:
-        lines.append(f"{len(recorder.dropped)} call(s) still streaming at stop were not recorded")
-    if recorder.primary_failed:
-        lines.append("replay.override.json decides the primary's failed call(s) as throws")
-    if recorder.failure is not None:
-        lines.append(f"the recording stopped early: [{recorder.failure.code}] "
-                     f"{recorder.failure.message}")
-    if recorder.backups:
-        lines.append("the previous scenario is kept as " +
-                     ", ".join(p.name for p in recorder.backups))
-    lines += [f"problem: {problem}" for problem in recording.problems]
-    return lines
-
-
-
-recording_summary = summary
-"""What a finished recording wrote (for front ends other than this command)."""
 
 async def _record(args: argparse.Namespace) -> int:
     def show(report: CallReport) -> None:
@@ -91,6 +69,7 @@ async def _record(args: argparse.Namespace) -> int:
         if report.problem:
             print(f"dsh-replay: warning: {report.problem}", file=sys.stderr, flush=True)
 
+    scrub = load_scrub_file(args.scrub) if args.scrub else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -100,15 +79,15 @@ async def _record(args: argparse.Namespace) -> int:
             context = record_scenario(args.scenario, args.upstream, host=args.host,
                                       port=args.port, pack=args.pack, force=args.force,
                                       log_format=args.log_format,
-                                      listener=show, on_failure=lambda _: stop.set())
-            recording = await context.__aenter__()
+                                      listener=show, on_failure=lambda _: stop.set(),
+                                      scrub=scrub)
+            recording: Recording = await context.__aenter__()
         except OSError as exc:
             if exc.filename is not None:
                 raise
-            raise ConfigError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}); "
-                              "pick another --port (0 picks a free one).") from None
+            raise cannot_listen(args.host, args.port, exc) from None
         try:
-            if args.url_file:
+            if args.url_file is not None:
                 atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))
             print(recording.url, flush=True)
             await stop.wait()
@@ -118,7 +97,7 @@ async def _record(args: argparse.Namespace) -> int:
         try:
             await context.__aexit__(None, None, None)
         finally:  # the summary says what was kept, also when the recording failed
-            print("\n".join(summary(recording)), flush=True)
+            print("\n".join(recording_summary(recording)), flush=True)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

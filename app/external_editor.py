@@ -1,0 +1,106 @@
+"""``E``: open the sidecar, or the file and line an event-log line names, in the user's own
+terminal editor with the debugger suspended, then reload the scenario.
+
+The embedded server keeps serving while the editor runs (the editor runs as a child process the
+event loop waits for); only painting stops until the terminal is handed back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, SuspendNotSupported
+
+from replay_engine import SIDECAR_NAME, InputError, ReplayError, Scenario
+
+from .headless.external_editor import (
+    NO_EDITOR,
+    EditTarget,
+    editor_argv,
+    editor_command,
+    named_file_line,
+)
+from .headless.loading import ScenarioLoader
+from .headless.state import AppOptions, DebugState
+from .screens.main import MainScreen
+from .widgets.event_log import EventLog
+
+
+def edit_target(log: EventLog, root: Path, scenario: Scenario | None,
+                error: ReplayError | None = None) -> EditTarget | None:
+    """The file ``E`` opens: the file and line the selected event-log line names while the log
+    has focus, else the file and line the load ``error`` names, else the sidecar (None when the
+    scenario has no sidecar path)."""
+    if log.has_focus and 0 <= log.cursor < len(log.entries):
+        named = named_file_line(log.entries[log.cursor].plain, Path.cwd())
+        if named is not None:
+            return named
+    if isinstance(error, InputError) and error.file and Path(error.file).is_file():
+        return EditTarget(Path(error.file), error.line)
+    if scenario is not None and scenario.config.overrideFile:
+        return EditTarget(Path(scenario.config.overrideFile))
+    return EditTarget(root / SIDECAR_NAME) if root.is_dir() else None
+
+
+async def run_in_terminal(app: App[Any], argv: list[str]) -> str | None:
+    """Run ``argv`` in the app's terminal with the app suspended; None when it ran, else why it
+    could not (no suspending here, e.g. under a test driver; the program is missing)."""
+    try:
+        with app.batch_update(), app.suspend():
+            process = await asyncio.create_subprocess_exec(*argv)
+            status = await process.wait()
+    except SuspendNotSupported:
+        return (f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended "
+                f"in this environment): run {' '.join(argv)} in another terminal, then press l")
+    except OSError as exc:
+        return (f"cannot run {argv[0]} ({exc.strerror or exc}); check $VISUAL / $EDITOR")
+    return None if status == 0 else f"{argv[0]} exited with status {status}"
+
+
+async def open_in_editor(app: App[Any], target: EditTarget | None, loader: ScenarioLoader,
+                         log: Callable[[str], None],
+                         env: Mapping[str, str] = os.environ) -> None:
+    """Open ``target`` in ``$VISUAL`` / ``$EDITOR``, then reload (the sidecar's reload is skipped
+    when its content did not change)."""
+    if target is None:
+        app.notify("This scenario has no sidecar path to open (start the debugger on a scenario "
+                   "directory).", severity="error")
+        return
+    command = editor_command(env)
+    if command is None:
+        app.notify(NO_EDITOR, title="No editor set", severity="warning", timeout=10)
+        log(f"E: no editor set. {NO_EDITOR}")
+        return
+    argv = editor_argv(command, target)
+    log(f"E: opening {target.describe()} in {command[0]}")
+    problem = await run_in_terminal(app, argv)
+    if problem is not None:
+        app.notify(problem, severity="warning", timeout=10)
+        log(f"E: {problem}")
+        if problem.startswith("cannot"):
+            return
+    if target.path.name == SIDECAR_NAME:
+        app.run_worker(loader.reload_sidecar(f"edited in {command[0]}"), group="reload")
+    else:
+        app.run_worker(loader.load(why=f"edited in {command[0]}"), group="reload")
+
+
+class OpenInEditorKey:
+    """The App's ``E`` action (the App sets ``main``, ``options``, ``state`` and ``loader``)."""
+
+    main: MainScreen
+    options: AppOptions
+    state: DebugState
+    loader: ScenarioLoader
+
+    async def action_open_in_editor(self) -> None:
+        """Open the sidecar (or the file and line the selected event-log line or the load error
+        names) in $VISUAL / $EDITOR with the debugger suspended, then reload."""
+        assert isinstance(self, App)
+        target = edit_target(self.main.live_pane.event_log, self.options.scenario,
+                             self.state.scenario, self.state.load_error)
+        await open_in_editor(self, target, self.loader, self.main.log_in_order)

@@ -1,0 +1,131 @@
+"""The pytest plugin's options and what they decide: the record mode, the debugger's start,
+and where a marked test's scenario lives when the marker names none.
+
+Record modes are pytest-recording's where they mean the same: ``none`` (the default: replay,
+never record), ``once`` (record a scenario that does not exist yet, replay the rest; also
+spelled ``missing``), ``new_episodes`` (replay what is recorded, record the calls past it and
+append them), ``all`` (record every marked scenario anew; ``rewrite`` is the same here, since a
+recording always replaces its scenario whole).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, get_args
+
+import pytest
+
+from ..engine import StepMode, parse_breakpoint
+
+RecordMode = Literal["none", "once", "new_episodes", "all"]
+RECORD_SPELLINGS: dict[str, RecordMode] = {
+    "none": "none", "once": "once", "missing": "once", "new_episodes": "new_episodes",
+    "all": "all", "rewrite": "all",
+}
+"""Every accepted ``--dsh-replay-record`` value and the mode it means."""
+STEP_MODES: tuple[str, ...] = get_args(StepMode)
+SCENARIO_DIR_INI = "dsh_replay_scenario_dir"
+"""The ini key that moves the default scenario root (``<test dir>/scenarios`` otherwise)."""
+DEFAULT_ROOT = "scenarios"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The plugin's command-line options and ini keys."""
+    group = parser.getgroup("dsh-replay", "replaying recorded LLM sessions (dsh-replay)")
+    group.addoption(
+        "--dsh-replay-record", dest="dsh_replay_record", nargs="?", const="all", default=None,
+        choices=tuple(RECORD_SPELLINGS), metavar="MODE",
+        help="record the scenarios of @pytest.mark.dsh_replay tests from --dsh-replay-upstream: "
+             "none (replay only, the default), once (=missing: record what does not exist yet), "
+             "new_episodes (replay, and record and append the calls past the recording), all "
+             "(=rewrite, and the bare flag: record every one anew). A recording replaces its "
+             "scenario only when every call succeeded and the test passed; else the attempt is "
+             "kept beside it. Write =MODE (or put the flag after the test paths).")
+    group.addoption("--dsh-replay-upstream", dest="dsh_replay_upstream", default=None,
+                    metavar="URL", help="the provider base URL to record from (with "
+                    "--dsh-replay-record)")
+    group.addoption("--dsh-replay-record-failures", dest="dsh_replay_record_failures",
+                    action="store_true",
+                    help="keep a recording even when a call failed upstream or the test failed "
+                         "(a recorded 429 that a test is about, say)")
+    group.addoption("--dsh-replay-strict", dest="dsh_replay_strict", action="store_true",
+                    help="fail every replayed test whose agent left the recording (a request whose "
+                         "new messages differ from the recorded ones, an unrecorded retry), as "
+                         "@pytest.mark.dsh_replay(..., strict=True) does for one test")
+    group.addoption("--dsh-replay-debug", dest="dsh_replay_debug", action="store_true",
+                    help="serve each test from a dsh-replay-tui on this terminal, started held "
+                         "at its first call (see --dsh-replay-debug-mode); the test ends when "
+                         "the debugger is quit")
+    group.addoption("--dsh-replay-debug-mode", dest="dsh_replay_debug_mode", default="call",
+                    choices=STEP_MODES, help="with --dsh-replay-debug: hold every call before "
+                    "its first chunk (call, the default), every chunk (chunk), or run freely "
+                    "(run)")
+    group.addoption("--dsh-replay-break", dest="dsh_replay_break", action="append", default=[],
+                    metavar="SCRIPT:CALL",
+                    help="with --dsh-replay-debug: a breakpoint the debugger starts with "
+                         "(repeatable; numbered from 0 as the debugger shows them)")
+    parser.addini(SCENARIO_DIR_INI, "where @pytest.mark.dsh_replay with no path finds its "
+                  "scenario: ROOT/<module>/<test name>/ (ROOT relative to the ini file; "
+                  "default: scenarios/ beside each test file)", default="")
+
+
+class Settings:
+    """The command-line choices of this pytest session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        record = config.getoption("dsh_replay_record")
+        upstream = config.getoption("dsh_replay_upstream")
+        self.record: RecordMode = RECORD_SPELLINGS[record] if record is not None else "none"
+        self.upstream: str | None = upstream.rstrip("/") if upstream else None
+        self.record_failures: bool = bool(config.getoption("dsh_replay_record_failures"))
+        self.debug: StepMode | None = (config.getoption("dsh_replay_debug_mode")
+                                       if config.getoption("dsh_replay_debug") else None)
+        """The debugger's start mode, or None when not debugging."""
+        self.strict: bool = bool(config.getoption("dsh_replay_strict"))
+        self.base = Path(config.invocation_params.dir)
+        root = str(config.getini(SCENARIO_DIR_INI) or "").strip()
+        anchor = config.inipath.parent if config.inipath is not None else config.rootpath
+        self.scenario_root: Path | None = (anchor / root).resolve() if root else None
+        """Where default scenario locations start (None: ``scenarios/`` beside each test)."""
+        try:
+            self.breaks = [parse_breakpoint(text) for text in config.getoption("dsh_replay_break")]
+        except ValueError as exc:
+            raise pytest.UsageError(f"--dsh-replay-break {exc}") from None
+        self._check()
+
+    def _check(self) -> None:
+        if self.record != "none" and not self.upstream:
+            raise pytest.UsageError("--dsh-replay-record needs --dsh-replay-upstream URL: the "
+                                    "provider (OpenAI-compatible base URL) to record from")
+        if self.upstream and self.record == "none":
+            raise pytest.UsageError("--dsh-replay-upstream is used only when recording; add "
+                                    "--dsh-replay-record=MODE (once, new_episodes or all)")
+        if self.record != "none" and self.debug is not None:
+            raise pytest.UsageError("--dsh-replay-debug replays; it cannot be combined with "
+                                    "--dsh-replay-record")
+        if self.breaks and self.debug is None:
+            raise pytest.UsageError("--dsh-replay-break sets breakpoints of the debugger; add "
+                                    "--dsh-replay-debug")
+
+    @property
+    def recording(self) -> bool:
+        """Whether this session may record at all."""
+        return self.record != "none"
+
+
+def check_debug_alone(config: pytest.Config, settings: Settings) -> None:
+    """The debugger owns this terminal: one pytest process, no xdist workers."""
+    if settings.debug is not None and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--dsh-replay-debug opens the debugger on this terminal; run "
+                                "one test without -n")
+
+
+def default_scenario(item: pytest.Item, root: Path | None) -> Path:
+    """Where a test's scenario lives when its marker names none: ``ROOT/<module>/<test>``,
+    ROOT being ``scenarios/`` beside the test file unless the ini moves it; a class's name
+    goes before the test's (``TestX.test_y``), parameters stay (``test_z[1-a]``)."""
+    path = Path(item.path)
+    name = ".".join(item.nodeid.split("::")[1:]) or item.name
+    safe = re.sub(r"[^\w.\[\]-]+", "-", name).strip("-.") or "test"
+    return (root if root is not None else path.parent / DEFAULT_ROOT) / path.stem / safe

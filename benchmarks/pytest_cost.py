@@ -1,24 +1,32 @@
 """Benchmark: the pytest plugin's cost per test beside a vcrpy cassette, in the same run.
 
-Run by hand: ``python3 benchmarks/pytest_cost.py [--tests 200] [--rounds 5]``.
-Three generated test files of ``--tests`` tests each run in fresh pytest processes,
-interleaved round by round:
+Run by hand: ``python3 benchmarks/pytest_cost.py [--tests 200] [--rounds 5] [--files ...]``.
+Generated test files of ``--tests`` tests each run in fresh pytest processes, interleaved
+round by round. Every test builds an openai client on one httpx client the file makes once
+(``openai.DefaultHttpxClient()``, or the in-process one), so that no file pays the TLS setup
+a default client costs per test (tens of milliseconds, whose noise would swamp what is
+measured here):
 
-- ``baseline``: each test builds an openai client and makes no call (the floor);
+- ``baseline``: each test builds its openai client and makes no call (the floor);
 - ``plugin``: each test is marked ``@pytest.mark.dsh_replay(sample_scenarios/basic-chat)``
-  and makes that scenario's two streaming calls with the openai SDK;
+  and makes that scenario's two streaming calls with the openai SDK, over a socket (the
+  base URL from ``OPENAI_BASE_URL``, which the plugin sets);
 - ``vcrpy``: each test makes the same two calls inside ``vcr.use_cassette`` of a cassette
-  recorded once from ``dsh-replay serve`` of the same scenario.
+  recorded once from ``dsh-replay serve`` of the same scenario;
+- ``in-process``: as ``plugin``, with ``http_client=dsh_replay.http_client()``.
 
-Reported: the median wall time of each file, the cost per test over the baseline
-((file - baseline) / tests), and the plugin's cost as a ratio of vcrpy's.
-Target: plugin / vcrpy <= 1.0. Needs ``vcrpy`` (a benchmark-only dependency).
+Reported, for the median and the best wall time of each file (the best is the least
+disturbed by other load on the machine) and for the median CPU time (both threads): the
+cost per test over the baseline ((file - baseline) / tests), and each replay's cost as a
+ratio of vcrpy's. Target: in-process / vcrpy <= 1.0. Needs ``vcrpy`` (a benchmark-only
+dependency).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,41 +48,36 @@ def two_calls(client):
     assert text.endswith("Hello!"), text
 '''
 
-BASELINE = '''
-import openai
-
-def make(i):
-    def test(): openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
-    return test
-
-for i in range({n}):
-    globals()[f"test_{{i}}"] = make(i)
-'''
-
-PLUGIN = '''
+TESTS = '''
 import openai, pytest
+{imports}
+HTTP = openai.DefaultHttpxClient()
 
 def make(i):
-    @pytest.mark.dsh_replay({scenario!r})
-    def test(): two_calls(openai.OpenAI(max_retries=0))
+    {marker}
+    def test({fixture}):
+        {body}
     return test
 
 for i in range({n}):
     globals()[f"test_{{i}}"] = make(i)
 '''
 
-VCR = '''
-import openai, vcr
-
-def make(i):
-    def test():
-        with vcr.use_cassette({cassette!r}, record_mode="none"):
-            two_calls(openai.OpenAI(base_url={url!r}, api_key="k", max_retries=0))
-    return test
-
-for i in range({n}):
-    globals()[f"test_{{i}}"] = make(i)
-'''
+FILES = {
+    "baseline": dict(imports="", marker="", fixture="",
+                     body='openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", '
+                          "http_client=HTTP)"),
+    "plugin": dict(imports="", marker="@pytest.mark.dsh_replay({scenario!r})", fixture="",
+                   body="two_calls(openai.OpenAI(max_retries=0, http_client=HTTP))"),
+    "vcrpy": dict(imports="import vcr", marker="", fixture="",
+                  body='with vcr.use_cassette({cassette!r}, record_mode="none"):\n'
+                       '            two_calls(openai.OpenAI(base_url={url!r}, api_key="k", '
+                       "max_retries=0, http_client=HTTP))"),
+    "in-process": dict(imports="", marker="@pytest.mark.dsh_replay({scenario!r})",
+                       fixture="dsh_replay",
+                       body="two_calls(openai.OpenAI(max_retries=0, "
+                            "http_client=dsh_replay.http_client()))"),
+}
 
 RECORD = '''
 import openai, vcr
@@ -106,49 +109,67 @@ def record_cassette(work: Path) -> tuple[Path, str]:
     return cassette, url
 
 
-def run_file(path: Path) -> float:
-    """Wall seconds of one pytest process running ``path`` (which must pass)."""
+def run_file(path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one pytest process running ``path`` (which must pass)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                              "-p", "no:randomly", str(path)], cwd=path.parent, env=env,
                             capture_output=True, text=True)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{path.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
-    return took
+    return took, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def report(label: str, seconds: dict[str, float], tests: int) -> None:
+    """Print one statistic of every file, the cost per test over the baseline, and the
+    replays' costs as ratios of vcrpy's."""
+    per_test = {name: (value - seconds["baseline"]) / tests * 1000
+                for name, value in seconds.items() if name != "baseline"}
+    print(f"{label}:")
+    for name, value in seconds.items():
+        print(f"  {name:11s} {value:7.2f} s" + (
+            f"   per test over baseline: {per_test[name]:6.2f} ms" if name in per_test else ""))
+    if "vcrpy" in per_test:
+        ratios = [f"{name} / vcrpy {per_test[name] / per_test['vcrpy']:.2f}x"
+                  for name in ("plugin", "in-process") if name in per_test]
+        print("  " + ", ".join(ratios) + " (target: in-process <= 1.0)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--files", default="plugin,vcrpy,in-process",
+                        help="which files to run beside the baseline (comma-separated)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dsh-replay-pytest-cost-") as tmp:
         work = Path(tmp)
         cassette, url = record_cassette(work)
-        files = {
-            "baseline": BASELINE.format(n=args.tests),
-            "plugin": CALLS + PLUGIN.format(n=args.tests, scenario=str(SCENARIO)),
-            "vcrpy": CALLS + VCR.format(n=args.tests, cassette=str(cassette), url=url),
-        }
+        names = ["baseline", *(name for name in FILES if name != "baseline" and
+                               name in args.files.split(","))]
         paths = {}
-        for name, text in files.items():
-            paths[name] = work / f"test_{name}.py"
-            paths[name].write_text(textwrap.dedent(text))
-        times: dict[str, list[float]] = {name: [] for name in files}
+        for name in names:
+            parts = {key: value.format(scenario=str(SCENARIO), cassette=str(cassette), url=url)
+                     for key, value in FILES[name].items()}
+            paths[name] = work / f"test_{name.replace('-', '_')}.py"
+            paths[name].write_text(CALLS + textwrap.dedent(TESTS.format(n=args.tests, **parts)))
+        times: dict[str, list[float]] = {name: [] for name in names}
+        cpus: dict[str, list[float]] = {name: [] for name in names}
         for _ in range(args.rounds):
             for name, path in paths.items():
-                times[name].append(run_file(path))
-    median = {name: statistics.median(values) for name, values in times.items()}
-    per_test = {name: (median[name] - median["baseline"]) / args.tests * 1000 for name in files}
-    print(f"{args.tests} tests per file, {args.rounds} rounds, median wall per file:")
-    for name in files:
-        print(f"  {name:9s} {median[name]:7.2f} s   per test over baseline "
-              f"{per_test[name]:6.2f} ms" if name != "baseline" else
-              f"  {name:9s} {median[name]:7.2f} s")
-    print(f"plugin / vcrpy per-test cost: {per_test['plugin'] / per_test['vcrpy']:.2f}x "
-          "(target <= 1.0)")
+                wall, cpu = run_file(path)
+                times[name].append(wall)
+                cpus[name].append(cpu)
+    print(f"{args.tests} tests per file, {args.rounds} rounds")
+    report("median wall", {name: statistics.median(v) for name, v in times.items()}, args.tests)
+    report("best wall (least disturbed by other load)",
+           {name: min(v) for name, v in times.items()}, args.tests)
+    report("median CPU (both threads)", {name: statistics.median(v) for name, v in cpus.items()},
+           args.tests)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -29,6 +29,12 @@ def refusal_body(message: str, code: str, kind: str = "invalid_request_error") -
                       separators=(",", ":")).encode("utf-8")
 
 
+def internal_error_body() -> bytes:
+    """The JSON body of the 500 a request gets when the app failed before it answered."""
+    return refusal_body("the server failed on this request; see its log", "INTERNAL",
+                        "server_error")
+
+
 def _longest_idle(connections: Iterable[Any], keep: object) -> Any | None:
     best: Any | None = None
     for conn in connections:
@@ -122,9 +128,7 @@ def front_door_protocol(base: type[asyncio.Protocol], head_timeout: float,
             except Exception:
                 if cycle is not None and not cycle.response_started:  # else uvicorn's text 500
                     with contextlib.suppress(Exception):  # it still logs the error itself
-                        await _json_answer(send, 500, refusal_body(
-                            "the server failed on this request; see its log", "INTERNAL",
-                            "server_error"))
+                        await _json_answer(send, 500, internal_error_body())
                 raise
 
         # -- JSON refusals --------------------------------------------------------------------

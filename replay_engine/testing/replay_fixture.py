@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..engine import BindMode
+from .clients import InProcessClients
 
 if TYPE_CHECKING:
     from ..engine import ReplayEngine
@@ -38,7 +39,7 @@ def run_id(nodeid: str) -> str:
     return f"{slug}-{digest}" if slug else digest
 
 
-class DshReplay:
+class DshReplay(InProcessClients):
     """The ``dsh_replay`` fixture: the scenarios one test is served, the marked one first."""
 
     def __init__(self, request: pytest.FixtureRequest, settings: Settings,

@@ -102,7 +102,7 @@ class ScenarioRun:
             self.url = self.debugger.wait_for_url()
             self.run = DEFAULT_RUN
         else:
-            self._start_replay(pool, run, ready_dir())
+            self._start_replay(pool, run, ready_dir)
             if self.mode == "episodes":
                 from .recording import NewEpisodes
 
@@ -111,13 +111,14 @@ class ScenarioRun:
                 self.episodes = NewEpisodes(pool, server, self.scenario, run, settings.upstream,
                                             self._scrub)
 
-    def _start_replay(self, pool: ServerPool, run: str, ready_dir: Path) -> None:
+    def _start_replay(self, pool: ServerPool, run: str, ready_dir: Callable[[], Path]) -> None:
         from ..engine import events as ev
         from .diagnosis import RefusedCall
 
         server = pool.server(self.scenario, self.bind)
         engine = self.engine = server.engine
-        self.url, self.run, self.ready_dir = server.url, run, ready_dir
+        self.url, self.run = server.url, run
+        where = self.ready_dir = ready_dir() if pool.has_ready_files(self.scenario) else None
         refused = self._refused
         scrub = self._scrub.live if self._scrub is not None and self._scrub.active else None
 
@@ -126,13 +127,13 @@ class ScenarioRun:
                 refused.append(RefusedCall(event.session, event.code, event.message, event.messages,
                                            event.script_index, event.call_index))
 
-        def begin() -> Any:
+        def begin() -> None:  # on the loop before any call of the test: no need to wait
             engine.forget(run)  # a rerun of the same test starts from a fresh run
-            engine.set_ready_dir(run, ready_dir)
+            engine.set_ready_dir(run, where)
             engine.configure_run(run, scrub=scrub)  # compare live requests as they were recorded
-            return engine.subscribe(observe, chunks=False)
+            self._unsubscribe = engine.subscribe(observe, chunks=False)
 
-        self._unsubscribe = pool.loop.call(begin)
+        pool.loop.post(begin)
 
     def report(self, pool: ServerPool | None, *, failed: bool = False) -> list[str]:
         """Every problem of this test's run (empty when the replay went as recorded); with
@@ -152,14 +153,17 @@ class ScenarioRun:
         else:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run
-            consumed, strict = self.consumed, self.strict
+            consumed, strict, refused = self.consumed, self.strict, self._refused
 
             def facts() -> Facts:
                 # refusals come with their own detail below (the live call and its diff)
-                return (engine.scripts, [r.to_json() for r in engine.journal(run)],
-                        engine.consumed_problems(run) if consumed else [],
-                        engine.verdict_problems(run, strict=strict, unconsumed=False,
-                                                refused=False))
+                unconsumed = engine.consumed_problems(run) if consumed else []
+                problems = engine.verdict_problems(run, strict=strict, unconsumed=False,
+                                                   refused=False)
+                if not (unconsumed or problems or refused or failed):
+                    return [], [], [], []  # nothing to report: the journal is not needed
+                return (engine.scripts, [r.to_json() for r in engine.journal(run)], unconsumed,
+                        problems)
 
             scripts, journal, unconsumed, problems = pool.loop.call(facts)
         return failure_report(self._shown(self.scenario), self.run, scripts, journal,
@@ -202,14 +206,14 @@ class ScenarioRun:
             if pool is not None and (self.recording is not None or self.episodes is not None):
                 lines = self.conclude(pool, test_failed=True, keep_failures=False).failure
             if self.engine is not None and pool is not None and self.run is not None:
-                engine, run, unsubscribe = self.engine, self.run, self._unsubscribe
+                engine, run = self.engine, self.run
 
-                def end() -> None:
-                    if unsubscribe is not None:
-                        unsubscribe()
+                def end() -> None:  # queued behind the test's calls on the loop: no need to wait
+                    if self._unsubscribe is not None:
+                        self._unsubscribe()
                     engine.forget(run)  # nothing of the run stays behind on a shared server
 
-                pool.loop.call(end)
+                pool.loop.post(end)
         finally:
             if self.debugger is not None:
                 self.debugger.close()

@@ -12,13 +12,17 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from starlette.types import ASGIApp
+
 from ..engine import BindMode, StepMode
+from ..models import HangEntry
 from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME
 from ..server import ReplayServer, serve_scenario
 
@@ -56,6 +60,11 @@ class LoopThread:
             return fn()
 
         return self.run(inside())
+
+    def post(self, fn: Callable[[], object]) -> None:
+        """Queue ``fn`` on the loop's thread without waiting for it: it runs after whatever
+        was queued before it, and before anything queued later (requests included)."""
+        self.loop.call_soon_threadsafe(fn)
 
     def close(self) -> None:
         """Stop the loop and join its thread."""
@@ -124,6 +133,8 @@ class ServerPool:
         self._loop: LoopThread | None = None
         self._servers: dict[tuple[Path, BindMode], tuple[ReplayServer, Hosted]] = {}
         self._hosted: list[Hosted] = []
+        self._ready_files: dict[Path, bool] = {}
+        self._ready_root: Path | None = None
         self.recorded: set[Path] = set()
         """Scenario directories recorded during this pytest session."""
 
@@ -138,11 +149,30 @@ class ServerPool:
         """The started server of ``directory`` (loaded and started on first use)."""
         known = self._servers.get((directory, bind))
         if known is None:
+            if self._ready_root is None:
+                self._ready_root = Path(tempfile.mkdtemp(prefix="dsh-replay-ready-"))
             hosted = Hosted()
-            server = self.loop.run(hosted.start(serve_scenario(directory, bind=bind)))
+            server = self.loop.run(hosted.start(serve_scenario(
+                directory, bind=bind, ready_dir=self._ready_root)))
             self._hosted.append(hosted)
             known = self._servers[(directory, bind)] = (server, hosted)
+            self._ready_files[directory] = any(
+                isinstance(item.entry, HangEntry) and item.entry.readyFile is not None
+                for script in server.engine.scripts for item in script.entries)
         return known[0]
+
+    def has_ready_files(self, directory: Path) -> bool:
+        """Whether the scenario served from ``directory`` has hang readyFiles (tests of one
+        that has none need no ready directory of their own; a reload that adds some puts
+        their markers in a directory of this session)."""
+        return self._ready_files.get(directory, True)
+
+    def app_at(self, host: str, port: int) -> ASGIApp | None:
+        """The app of the replay server listening on ``host``:``port`` (None: none of ours)."""
+        for server, _ in list(self._servers.values()):  # a client may ask from any thread
+            if server.port == port and server.host == host:
+                return server.app
+        return None
 
     def start_recording(self, directory: Path, upstream: str, *,
                         scrub: Scrubber | None = None) -> tuple[Recording, Hosted]:
@@ -180,6 +210,9 @@ class ServerPool:
             self._servers.clear()
             self._loop.close()
             self._loop = None
+            if self._ready_root is not None:
+                shutil.rmtree(self._ready_root, ignore_errors=True)
+                self._ready_root = None
 
 
 def debugger_base_command() -> list[str]:

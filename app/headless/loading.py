@@ -16,6 +16,7 @@ from replay_engine import (
     InputError,
     ReplayError,
     Scenario,
+    ScenarioNotFoundError,
     fingerprint,
     load_scenario,
 )
@@ -167,13 +168,15 @@ class ScenarioLoader:
         self.state.load_error = error
         if self.state.scenario is None:  # nothing was ever served: model calls answer 503
             self.state.engine.set_not_loaded(error)
-        title = ("Cannot load the scenario — nothing is served until it loads"
-                 if self.state.scenario is None
+        title = ("Cannot load the scenario (nothing served)" if self.state.scenario is None
                  else "Reload failed — still serving the last good scripts")
         if error.code == UNFINISHED_CODE:
             title += " — press o to decide the call"
+        elif isinstance(error, ScenarioNotFoundError) and self.root.is_file():
+            title = ("Cannot load a file — quit (q) and open its directory: dsh-replay-tui "
+                     f"{self.root.parent}")
         else:
-            title += " — fix it, then press l to reload"
+            title += " — fix it, then press l"
         self.view.show_load_error(title, error)
         self.view.log_line(f"{'load' if initial else 'reload'} failed [{error.code}]: {error.message}")
         self.view.request_flush()

@@ -34,6 +34,8 @@ class LineList(ScrollView, can_focus=True):
     """Rows wider than the list end in ``…`` (Enter shows them whole)."""
     cursor_when_blurred = True
     """Whether the selected row stays marked (dimmer) while another pane has focus."""
+    empty_text = ""
+    """What the first row says while the list has no rows."""
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
     """Index of the highlighted row."""
@@ -138,11 +140,16 @@ class LineList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = y + scroll_y
-        width = self.size.width
+        width = self.scrollable_content_region.width
         base = self._base
         if base is None:
             base = self._base = self.rich_style
         if index >= self._count:
+            if index == 0 and self.empty_text:
+                empty = Text(self.empty_text, style="italic dim", end="")
+                empty.truncate(width, overflow="ellipsis")
+                return Strip(Segment.apply_style(list(empty.render(self.app.console)), base)
+                             ).crop_extend(0, width, base)
             return Strip.blank(width, base)
         selected = self.show_cursor and index == self.cursor
         key = self.row_key(index)
@@ -176,10 +183,15 @@ class LineList(ScrollView, can_focus=True):
             self._strips[cache_key] = strip
         return strip
 
+    @property
+    def visible_rows(self) -> int:
+        """Rows on screen (a horizontal scrollbar's row not counted)."""
+        return max(self.scrollable_content_region.height, 1)
+
     def refresh_row(self, index: int) -> None:
         """Repaint one row if it is visible."""
         y = index - self.scroll_offset.y
-        if 0 <= y < self.size.height:
+        if 0 <= y < self.visible_rows:
             self.refresh_line(y)
 
     def watch_cursor(self, old: int, new: int) -> None:
@@ -191,7 +203,7 @@ class LineList(ScrollView, can_focus=True):
     def scroll_to_row(self, index: int) -> None:
         """Scroll so that ``index`` is visible."""
         top = self.scroll_offset.y
-        height = max(self.size.height, 1)
+        height = self.visible_rows
         if index < top:
             self.scroll_to(y=index, animate=False, immediate=True)
         elif index >= top + height:
@@ -206,7 +218,7 @@ class LineList(ScrollView, can_focus=True):
         self.move_to(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
-        self.move_to(self.cursor + direction * max(self.size.height - 1, 1))
+        self.move_to(self.cursor + direction * max(self.visible_rows - 1, 1))
 
     def action_jump(self, where: int) -> None:
         self.move_to(self._count - 1 if where < 0 else where)

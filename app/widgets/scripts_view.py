@@ -11,14 +11,23 @@ from rich.text import Text
 
 from replay_engine import BindingState, RunState, SessionScript, entry_to_json, summarize_entry
 
+from ..headless.scriptinfo import live_ids, show_tokens, source_label
 from ..headless.search import CallFacts, Query, call_facts, call_matches, parse_query
 from ..messages import CallSelected
 from .line_list import LineList
 
+MARKS_WIDTH = 4
+"""Breakpoint, live position, served, diverged."""
+INDEX_WIDTH = 5
 KEY_WIDTH = 5
 KIND_WIDTH = 6
 ORIGIN_WIDTH = 8
 FINISH_WIDTH = 16
+SUMMARY_WIDTH = 50
+ROW_WIDTH = (MARKS_WIDTH + INDEX_WIDTH + KEY_WIDTH + 1 + KIND_WIDTH + 1 + ORIGIN_WIDTH + 1
+             + FINISH_WIDTH + 1 + SUMMARY_WIDTH)
+"""Cells a call row needs whole (the side-by-side layout gives the pane this much, within
+limits, so summaries are not cut)."""
 KIND_STYLE = {"chunks": "green", "throw": "bold red", "hang": "bold magenta"}
 ORIGIN_STYLE = {"derived": "dim", "patched": "yellow", "replaced": "cyan", "appended": "blue"}
 STATUS_STYLE = {"streaming": "bold green", "paused": "bold yellow", "hanging": "bold red",
@@ -41,11 +50,17 @@ class ScriptsView(LineList):
     """Rows: a header per script, then its calls with turn/step key, kind, origin, finish and
     summary. A search filter hides the calls that do not match (and scripts with none)."""
 
+    DEFAULT_CSS = f"ScriptsView {{ width: {ROW_WIDTH + 2}; max-width: 60%; }}"
+    """Side by side, the pane is as wide as a whole call row (and its border), within limits."""
+    empty_text = "no scripts: nothing is loaded (the banner above says why)"
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.scripts: list[SessionScript] = []
         self._offsets: list[int] = []
         self._live: dict[int, BindingState] = {}
+        self._ids: dict[int, str] = {}
+        """The live id bound to each script (``{{session:N}}`` tokens read with it)."""
         self._breakpoints: frozenset[tuple[int, int]] = frozenset()
         self._summaries: dict[tuple[int, int], dict[str, Any]] = {}
         self._facts: dict[tuple[int, int], CallFacts] = {}
@@ -128,6 +143,11 @@ class ScriptsView(LineList):
         signature = {s: _live_key(b) for s, b in live.items()}
         old = {s: _live_key(b) for s, b in self._live.items()}
         self._live = live
+        ids = live_ids(state)
+        if ids != self._ids:
+            self._ids = ids
+            self._strips.clear()
+            self.refresh()
         if signature != old or breakpoints != self._breakpoints:
             self._breakpoints = breakpoints
             self.refresh()
@@ -184,7 +204,8 @@ class ScriptsView(LineList):
         key = (s, j)
         cached = self._summaries.get(key)
         if cached is None:
-            cached = self._summaries[key] = summarize_entry(self.scripts[s].entries[j], width=50)
+            cached = self._summaries[key] = summarize_entry(self.scripts[s].entries[j],
+                                                            width=SUMMARY_WIDTH)
         return cached
 
     def row_key(self, index: int) -> Hashable:
@@ -222,7 +243,7 @@ class ScriptsView(LineList):
         text.append(cell(info["kind"], KIND_WIDTH), style=KIND_STYLE.get(info["kind"], ""))
         text.append(cell(info["origin"], ORIGIN_WIDTH), style=ORIGIN_STYLE.get(info["origin"], ""))
         text.append(cell(info["finish"] or "-", FINISH_WIDTH), style="italic")
-        text.append(info["summary"])
+        text.append(show_tokens(info["summary"], self._ids))
         return text
 
     def detail(self, index: int) -> tuple[str, str | Text] | None:
@@ -251,6 +272,8 @@ class ScriptsView(LineList):
                         style=STATUS_STYLE[binding.status])
         calls = len(script.entries)
         text.append(f" · {calls} call{'s' if calls != 1 else ''}", style="dim")
+        source = source_label(script)
+        text.append(f" · {source}" if source else " · sidecar only", style="dim")
         text.append(f" · createdAt {script.created_at:.0f} · seedLength {script.seed_length:g}",
                     style="dim")
         if full and script.file:

@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 import openai
-
 from dsh_replay_tui.app import AppOptions, ReplayApp
+
 from replay_engine.engine import Pace
 
 LIMIT_S = 10.0

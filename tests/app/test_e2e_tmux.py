@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.keymap import APP_KEYS, MAIN_KEYS
 
 TMUX = shutil.which("tmux")

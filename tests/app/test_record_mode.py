@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.__main__ import build_parser, options_from_args
 from dsh_replay_tui.app import AppOptions, ReplayApp
+
 from replay_engine import ReplayError
 from replay_engine.server import serve_scenario
 from tests.app.apptools import until

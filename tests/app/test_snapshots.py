@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_replay_tui.app import ReplayApp
+from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from dsh_replay_tui.app import ReplayApp
-from dsh_replay_tui.screens.help import HelpScreen
-from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from tests.app.apptools import FIXED_URL, client, make_app, until
 from tests.conftest import ROOT, SAMPLES
 

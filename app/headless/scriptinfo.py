@@ -71,8 +71,9 @@ def script_facts(scenario: Scenario, index: int, binding: BindingState | None) -
     """Everything about script ``index`` (what the call pane shows while its row is selected)."""
     script = scenario.scripts[index]
     calls = len(script.entries)
+    ids = {binding.script_index: binding.session} if binding and binding.session else {}
     text = Text(f"[{index}] {'primary' if script.primary else 'child'} "
-                f"{script.recorded_id or '(no id)'}", style="bold")
+                f"{show_tokens(script.recorded_id, ids) or '(no id)'}", style="bold")
     text.append(f"\n{calls} call{'s' if calls != 1 else ''}: select one (↓) for its output, "
                 "chunks, request and raw JSON", style="italic")
     source = source_label(script)

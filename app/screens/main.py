@@ -16,29 +16,26 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantBlur, DescendantFocus
 from textual.widgets import Input
 
-from replay_engine import (
-    UNFINISHED_CALL,
-    BindingState,
-    CallRecord,
-    Pace,
-    ReplayError,
-    RunState,
-    Scenario,
-)
+from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario
 from replay_engine import events as ev
 
-from ..headless.header import RecordFacts, ReplayFacts, earliest_divergence
-from ..headless.moments import SEARCH, Situation, moments
+from ..headless.moments import SEARCH, moments
 from ..headless.pace import step_pace
-from ..headless.scriptinfo import ignored_note, live_ids, script_facts
+from ..headless.screenfacts import (
+    DivergenceMemo,
+    connect_hint,
+    record_facts,
+    replay_facts,
+    situation,
+    target_binding,
+)
+from ..headless.scriptinfo import ignored_note, live_ids, script_facts, show_tokens
 from ..headless.state import DebugState
-from ..headless.verdicts import flight_summary
 from ..keymap import APP_KEYS, LIST_KEYS, LIVE_KEYS, MAIN_KEYS, SEARCH_BAR_KEYS, bindings
 from ..messages import CallSelected
 from ..widgets.call_pane import CallPane, CallView
 from ..widgets.context_footer import ContextFooter
 from ..widgets.error_banner import ErrorBanner
-from ..widgets.event_log import EventLog
 from ..widgets.line_list import LineList
 from ..widgets.live_pane import LivePane
 from ..widgets.scripts_view import ScriptsView
@@ -47,8 +44,13 @@ from ..widgets.status_header import StatusHeader
 from .detail import DetailScreen
 from .feed import FeedScreen
 from .panes import Panes
+from .search import Search
 from .verdict import VerdictScreen, verdict_lines
 
+SIDE_BY_SIDE = 140
+"""From this width the scripts sit beside the call and Live panes: a whole call row
+(``ROW_WIDTH``) within 60% of the width, and the rest for the call pane. Narrower, side by side
+would cut the summaries to a few characters, so the panes stack and each gets the full width."""
 FOOTER_KEYS = LIST_KEYS + LIVE_KEYS + MAIN_KEYS + APP_KEYS + SEARCH_BAR_KEYS
 """The keys the context footer picks from."""
 
@@ -58,8 +60,8 @@ class MainScreen(FeedScreen):
 
     BINDINGS = bindings(MAIN_KEYS)
     """From the key table (dsh_replay_tui.keymap); the app adds reload, demo, override, help and quit."""
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    """Below 120 columns the panes stack (scripts on top) so no column is cut away."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (SIDE_BY_SIDE, "-wide")]
+    """Below SIDE_BY_SIDE columns the panes stack (scripts on top) so no column is cut away."""
 
     def __init__(self, state: DebugState) -> None:
         super().__init__(state.engine)
@@ -68,7 +70,7 @@ class MainScreen(FeedScreen):
         """Set once the panes exist (loading shows its result in them)."""
         self._record_key: tuple[int, int] | None = None
         self._record_cache: CallRecord | None = None
-        self._diverged: tuple[tuple[object, ...], tuple[int, int] | None] = ((), None)
+        self._diverged = DivergenceMemo()
         self._panes: Panes | None = None
         self._widgets: tuple[StatusHeader, ContextFooter] | None = None
 
@@ -128,6 +130,7 @@ class MainScreen(FeedScreen):
         self._panes = Panes(self.query_one(ErrorBanner), self.query_one(ScriptsView),
                             self.query_one(CallPane), self.query_one(LivePane),
                             self.query_one("#right"))
+        self.search = Search(self._panes, self.query_one(SearchBar), self.show_selected)
         self._widgets = (self.query_one(StatusHeader), self.query_one(ContextFooter))
         self.scripts_view.focus()
         self.scripts_view.border_title = "Scripts"
@@ -183,66 +186,28 @@ class MainScreen(FeedScreen):
     # -- repaint ---------------------------------------------------------------------------
 
     def paint(self, names: list[str], events: list[ev.EngineEvent]) -> None:
-        engine = self.state.engine
+        engine, state = self.state.engine, self.state
         self._follow_first_bound_run()
-        run = self.state.run_name
-        state = engine.state(run)
-        self.state.last_state = state
-        recording = self.state.recording
-        if recording is not None and recording.active:
-            self.header.show_recording(RecordFacts(
-                upstream=recording.upstream, url=self.state.url_label,
-                scenario=str(self.state.options.scenario), calls=recording.counts()))
+        run = engine.state(state.run_name)
+        state.last_state = run
+        recording = record_facts(state)
+        if recording is not None:
+            self.header.show_recording(recording)
         else:
-            self.header.show(ReplayFacts(
-                scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
-                breakpoints=len(engine.breakpoints_of(run)),
-                paused=len(engine.paused_sessions(run)), untimed=self.state.untimed_logs(),
-                loaded=self.state.scenario is not None, flight=flight_summary(state),
-                runs=self.state.runs(), diverged=self._earliest_divergence(state),
-                strict=self.state.options.strict))
-        self.scripts_view.set_live(state, engine.breakpoints_of(run))
-        self.live_pane.set_state(state, names, [engine.state(r) for r in engine.bound_runs()])
-        self.live_pane.set_hint(self._connect_hint())
+            self.header.show(replay_facts(state, run, self._diverged.earliest(state, run)))
+        self.scripts_view.set_live(run, engine.breakpoints_of(run.run))
+        self.live_pane.set_state(run, names, [engine.state(r) for r in engine.bound_runs()])
+        self.live_pane.set_hint(connect_hint(state))
         self.show_selected()
         self._update_footer()
 
-    def _earliest_divergence(self, state: RunState) -> tuple[int, int] | None:
-        key = tuple((b.session, b.diverged[:1]) for b in state.bindings if b.diverged)
-        if key != self._diverged[0]:
-            journal = self.state.engine.journal(state.run) if len(key) > 1 else []
-            self._diverged = (key, earliest_divergence(state, journal))
-        return self._diverged[1]
-
-    def _connect_hint(self) -> list[str]:
-        """What Live says while no session is bound: how to connect one."""
-        url = self.state.url
-        if url is None:
-            return ["no session bound yet: nothing is served (the banner says why)"]
-        if self.state.scenario is None and self.state.recording is None:
-            return [f"nothing loaded: model calls to {url}/v1 answer 503 SCENARIO_NOT_LOADED",
-                    "until the scenario loads (the banner says why)"]
-        if self.state.recording is not None and self.state.recording.active:
-            return [f"recording: agent → {url}/v1 with its real API key",
-                    "(Anthropic SDKs: no /v1) or d: the demo agent"]
-        return [f"no session bound: agent → {url}/v1",
-                "(X-Session-Id per session) or d: the demo agent"]
-
     def _update_footer(self) -> None:
         """The keys that act now: from the state, the focused pane and the zoom."""
-        state = self.state
-        focus = self.panes.focused(self.focused)
         if isinstance(self.focused, Input):
             self.footer.set_moments((SEARCH,), always=False)
             return
-        error = state.load_error
-        now = Situation(
-            recording=state.recording is not None and state.recording.active,
-            load_failed=error is not None, unfinished=error is not None and error.code == UNFINISHED_CALL,
-            loaded=state.scenario is not None, serving=state.url is not None,
-            state=state.last_state, focus=focus)
-        labels = {"zoom": "Restore"} if self.panes.zoomed else {}
-        self.footer.set_moments(moments(now), labels)
+        now = situation(self.state, self.panes.focused(self.focused))
+        self.footer.set_moments(moments(now), {"zoom": "Restore"} if self.panes.zoomed else {})
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         self._focus_moved()
@@ -316,10 +281,10 @@ class MainScreen(FeedScreen):
         if j is None:
             binding = next((b for b in state.bindings if b.script_index == s), None) \
                 if state is not None else None
-            pane.border_title = f"Script [{s}] {script.recorded_id or '(no id)'}"
+            pane.border_title = f"Script [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}"
             pane.show_about(script_facts(scenario, s, binding))
             return
-        pane.border_title = f"Call #{j} of [{s}] {script.recorded_id or '(no id)'}"
+        pane.border_title = f"Call #{j} of [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}"
         pane.show(CallView(script, s, j, self._record(s, j), self.state.chunks_served(s, j), ids))
 
     # -- panes -----------------------------------------------------------------------------
@@ -340,16 +305,9 @@ class MainScreen(FeedScreen):
     # -- stepping keys ---------------------------------------------------------------------
 
     def _target(self, *, want: str | None = None) -> BindingState | None:
-        """The session a key acts on: the one bound to the selected script, else the first
-        whose call is ``want`` (e.g. paused), else the first with a call in flight."""
-        bound = [b for b in self.state.engine.state(self.state.run_name).bindings
-                 if b.call_index is not None]
-        selected = self.scripts_view.selected()
-        if selected is not None:
-            for b in bound:
-                if b.script_index == selected[0] and (want is None or b.status == want):
-                    return b
-        return next((b for b in bound if want is None or b.status == want), None)
+        """The session a key acts on (see ``screenfacts.target_binding``)."""
+        return target_binding(self.state.engine.state(self.state.run_name),
+                              self.scripts_view.selected(), want)
 
     def action_tab(self, step: int) -> None:
         """Show the next or previous tab of the call pane."""
@@ -455,46 +413,21 @@ class MainScreen(FeedScreen):
 
     def action_search(self) -> None:
         """Open the search box (it filters the scripts and marks matches as you type)."""
-        bar = self.query_one(SearchBar)
-        bar.add_class("open")
-        bar.focus()
+        self.search.open()
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
-        self.apply_search(event.value)
-
-    def apply_search(self, text: str) -> int:
-        """Filter the scripts by ``text`` and mark it in the chunks and the event log; returns
-        the number of matching calls."""
-        text = text.strip()
-        matched = self.scripts_view.set_filter(text)
-        self.scripts_view.border_title = (f"Scripts — / {text} ({matched} call{'s' if matched != 1 else ''})"
-                                          if text else "Scripts")
-        for view in self.call_pane.query(LineList):
-            view.set_search(text)
-        self.query_one(EventLog).set_search(text)
-        self.show_selected()
-        return matched
+        self.search.apply(event.value)
 
     @on(SearchBar.Closed)
     def _search_closed(self, event: SearchBar.Closed) -> None:
-        bar = self.query_one(SearchBar)
-        if event.cleared:
-            self.apply_search("")
-        bar.remove_class("open")
-        self.panes.focus("scripts")
-
-    def _search_target(self) -> LineList:
-        focused = self.focused
-        return focused if isinstance(focused, LineList) else self.scripts_view
+        self.search.closed(event.cleared)
 
     def action_search_next(self, step: int = 1) -> None:
         """Go to the next match in the focused list (the scripts unless another list has focus)."""
-        target = self._search_target()
-        if not target.search_text:
-            self.notify("No search: press / first.", severity="warning", timeout=2)
-        elif not target.next_match(step):
-            self.notify(f"No match for {target.search_text!r} here.", severity="warning", timeout=2)
+        warning = self.search.step(self.focused, step)
+        if warning is not None:
+            self.notify(warning, severity="warning", timeout=2)
 
     def action_search_previous(self) -> None:
         """Go to the previous match in the focused list."""

@@ -111,8 +111,7 @@ class ErrorBanner(Widget, can_focus=True):
         lines = self.summary()
         if not lines:
             return Text()
-        hint = Text("  Enter: all of it" if self.has_focus else "  Tab here, Enter: all of it",
-                    style="italic")
+        hint = Text("  Enter: all" if self.has_focus else "  Tab, Enter: all", style="italic")
         last = lines[-1]
         last.truncate(max(width - hint.cell_len, 8), overflow="ellipsis")
         lines[-1] = Text.assemble(last, hint)

@@ -62,6 +62,13 @@ class EventLog(LiveList):
         if follow:
             self.cursor = len(self.entries) - 1
             self._to_newest()
+            # The line that first overflows the log makes it scrollable only at the next
+            # layout; scroll again once that happened, or the log would stop following here.
+            self.call_after_refresh(self._follow)
+
+    def _follow(self) -> None:
+        if self.following:
+            self._to_newest()
 
     def _to_newest(self) -> None:
         self.scroll_to(y=max(len(self.entries) - self.visible_rows, 0), animate=False,

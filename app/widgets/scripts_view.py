@@ -265,7 +265,7 @@ class ScriptsView(LineList):
         text = Text()
         role = "primary" if script.primary else "child"
         text.append(f"[{s}] {role} ", style="bold")
-        text.append(script.recorded_id or "(no id)", style="bold cyan")
+        text.append(show_tokens(script.recorded_id, self._ids) or "(no id)", style="bold cyan")
         if binding is not None:
             key = binding.session if binding.session is not None else "(anonymous)"
             text.append(f" ← {key} {binding.cursor}/{binding.length} {binding.status}",

@@ -268,8 +268,8 @@ async def test_each_released_chunk_is_on_screen_while_stepping() -> None:
                         and app.engine.state().bindings[0].chunks_served == r, f"pause {released}")
             await pilot.press("n")
             last = released == len(recorded) - 1  # the call ends: no highlight, the cursor stays
-            await until(app, lambda r=released: chunks.highlight == r or last and chunks.highlight
-                        is None, f"chunk {released}")
+            await until(app, lambda r=released, end=last: chunks.highlight == r
+                        or end and chunks.highlight is None, f"chunk {released}")
             await pilot.pause()
             # The chunk just released is on screen, and so is the next one when there is room.
             top, rows = chunks.scroll_offset.y, chunks.visible_rows

@@ -42,7 +42,8 @@ def test_recorded_context_sits_between_the_previous_call_and_this_one() -> None:
     first, second = context_range(script, 0), context_range(script, 1)
     assert first is not None and second is not None
     assert read_recorded_context(script.file, *first) == [ContextItem("user", QUESTION)]
-    assert read_recorded_context(script.file, *second) == [ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
+    assert read_recorded_context(script.file, *second) == [
+        ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
 
 
 def test_diff_marks_same_different_and_missing_messages() -> None:

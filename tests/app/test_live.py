@@ -254,7 +254,8 @@ async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Pa
 
     scenario = tmp_path / "projected"
     scenario.mkdir()
-    lines = [line for line in (BASIC / "session.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = (BASIC / "session.jsonl").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.strip()]
     out = [lines[0]]
     for line in lines[1:]:
         event = json.loads(line)

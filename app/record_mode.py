@@ -98,7 +98,7 @@ class RecordMode:
             self.finished.set()
             return False
         try:
-            url = self.recording.url
+            url = self.options.url_label or self.recording.url  # a fixed label in snapshots
             self.log(Text(f"recording into {self.options.scenario} from {self.upstream}",
                           style="bold red"))
             self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}), or press d for the "

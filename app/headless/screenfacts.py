@@ -53,9 +53,9 @@ def record_facts(state: DebugState) -> RecordFacts | None:
 
 def connect_hint(state: DebugState) -> list[str]:
     """What Live says while no session is bound: how to connect one."""
-    url = state.url
-    if url is None:
+    if state.url is None:
         return ["no session bound yet: nothing is served (the banner says why)"]
+    url = state.url_label
     if state.recording is not None and state.recording.active:
         return [f"recording: agent → {url}/v1 with its real API key",
                 "(Anthropic SDKs: no /v1) or d: the demo agent"]
@@ -64,6 +64,23 @@ def connect_hint(state: DebugState) -> list[str]:
                 "until the scenario loads (the banner says why)"]
     return [f"no session bound: agent → {url}/v1",
             "(X-Session-Id per session) or d: the demo agent"]
+
+
+def empty_scripts(state: DebugState) -> str:
+    """What the scripts pane says while it has no script."""
+    if state.recording is not None and state.recording.active:
+        return "recording: the calls load here to replay when you stop (s)"
+    return "no scripts: nothing is loaded (the banner above says why)"
+
+
+def nothing_selected(state: DebugState) -> str:
+    """What the call pane says while no scenario is loaded."""
+    if state.recording is not None and state.recording.active:
+        return ("Recording: Live shows each call as it is recorded; s stops, loads them here "
+                "and replays them.")
+    if state.load_error is not None:
+        return "No scenario loaded: the banner above says why (Enter on it shows all of it)."
+    return "Loading…"
 
 
 def situation(state: DebugState, focus: str | None) -> Situation:

@@ -24,6 +24,8 @@ from ..headless.pace import step_pace
 from ..headless.screenfacts import (
     DivergenceMemo,
     connect_hint,
+    empty_scripts,
+    nothing_selected,
     record_facts,
     replay_facts,
     situation,
@@ -49,7 +51,7 @@ from .verdict import VerdictScreen, verdict_lines
 
 SIDE_BY_SIDE = 140
 """From this width the scripts sit beside the call and Live panes: a whole call row
-(``ROW_WIDTH``) within 60% of the width, and the rest for the call pane. Narrower, side by side
+(``ROW_WIDTH``) within 55% of the width, and the rest for the call pane. Narrower, side by side
 would cut the summaries to a few characters, so the panes stack and each gets the full width."""
 FOOTER_KEYS = LIST_KEYS + LIVE_KEYS + MAIN_KEYS + APP_KEYS + SEARCH_BAR_KEYS
 """The keys the context footer picks from."""
@@ -268,8 +270,8 @@ class MainScreen(FeedScreen):
         s, j = selected if selected is not None else (0, None)
         if scenario is None:
             pane.border_title = "Call"
-            pane.show_about(Text("No scenario loaded: the banner above says why (Enter on it shows "
-                                 "all of it)." if self.state.load_error else "Loading…"))
+            pane.show_about(Text(nothing_selected(self.state)))
+            self.scripts_view.set_empty_text(empty_scripts(self.state))
             return
         if s >= len(scenario.scripts):
             pane.border_title = "Call"

@@ -89,6 +89,12 @@ class LineList(ScrollView, can_focus=True):
             self.cursor = max(count - 1, 0)
         self.refresh()
 
+    def set_empty_text(self, text: str) -> None:
+        """What the first row says while the list has no rows."""
+        if text != self.empty_text:
+            self.empty_text = text
+            self.refresh()
+
     def row_text(self, index: int) -> Text:
         """The text of one row (override)."""
         return Text(str(index))
@@ -170,7 +176,8 @@ class LineList(ScrollView, can_focus=True):
             text.stylize(MATCH_STYLE)
         if self.highlight == index:
             row_style = HIGHLIGHT_STYLE
-        if selected and (self.has_focus or self.cursor_when_blurred):
+        if selected and (self.has_focus or self.cursor_when_blurred and row_style is None):
+            # a highlighted row (the chunk served last) keeps its colour under a blurred cursor
             row_style = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
         if row_style is not None:
             text.pad_right(max(width + scroll_x - len(text), 0))

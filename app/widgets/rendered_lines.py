@@ -17,6 +17,8 @@ class RenderedLines(LineList):
 
     DEFAULT_CSS = "RenderedLines { scrollbar-gutter: stable; overflow-x: hidden; }"
     """The scrollbar's column is always kept, so lines never re-wrap when it shows."""
+    cursor_when_blurred = False
+    """Read like a page: the cursor row is marked only while the list has focus."""
 
     def __init__(self, title: str, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -50,7 +50,7 @@ class ScriptsView(LineList):
     """Rows: a header per script, then its calls with turn/step key, kind, origin, finish and
     summary. A search filter hides the calls that do not match (and scripts with none)."""
 
-    DEFAULT_CSS = f"ScriptsView {{ width: {ROW_WIDTH + 2}; max-width: 60%; }}"
+    DEFAULT_CSS = f"ScriptsView {{ width: {ROW_WIDTH + 2}; max-width: 55%; }}"
     """Side by side, the pane is as wide as a whole call row (and its border), within limits."""
     empty_text = "no scripts: nothing is loaded (the banner above says why)"
 

@@ -342,6 +342,6 @@ async def test_the_scripts_pane_gets_the_width_its_summaries_need(size: tuple[in
         # 120 columns stack the panes (side by side, the scripts would get 60 columns and the
         # summaries 10 characters); from SIDE_BY_SIDE on, the pane is as wide as a call row.
         assert view.region.width == (size[0] if size[0] < SIDE_BY_SIDE
-                                     else min(ROW_WIDTH + 2, size[0] * 6 // 10))
+                                     else min(ROW_WIDTH + 2, size[0] * 55 // 100))
         painted = view.render_line(2).text
         assert "The workspace has README.md and src." in painted, painted

@@ -156,6 +156,8 @@ class ReplayApp(App[str]):
         return self.main
 
     def on_mount(self) -> None:
+        if self.record is None:
+            self.loader.prefetch()  # reading a big scenario overlaps the screen's start
         self.run_worker(self._startup(), name="startup", group="startup")
 
     async def _startup(self) -> None:

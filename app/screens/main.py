@@ -34,7 +34,6 @@ from ..headless.screenfacts import (
 from ..headless.scriptinfo import ignored_note, live_ids, script_facts, show_tokens
 from ..headless.state import DebugState
 from ..keymap import APP_KEYS, LIST_KEYS, LIVE_KEYS, MAIN_KEYS, SEARCH_BAR_KEYS, bindings
-from ..messages import CallSelected
 from ..widgets.call_pane import CallPane, CallView
 from ..widgets.context_footer import ContextFooter
 from ..widgets.error_banner import ErrorBanner
@@ -133,6 +132,7 @@ class MainScreen(FeedScreen):
                             self.query_one(CallPane), self.query_one(LivePane),
                             self.query_one("#right"))
         self.search = Search(self._panes, self.query_one(SearchBar), self.show_selected)
+        self.watch(self.scripts_view, "cursor", self._cursor_moved, init=False)
         self._widgets = (self.query_one(StatusHeader), self.query_one(ContextFooter))
         self.scripts_view.focus()
         self.scripts_view.border_title = "Scripts"
@@ -145,6 +145,9 @@ class MainScreen(FeedScreen):
     def log_line(self, line: str | Text, *, key: object = None) -> None:
         """Append a line to the event log."""
         self.live_pane.log_event(line, key=key)
+
+    def log_lines(self, lines: list[tuple[str | Text, object]]) -> None:
+        self.live_pane.log_events(lines)
 
     def followed_run(self) -> str:
         return self.state.run_name
@@ -245,8 +248,10 @@ class MainScreen(FeedScreen):
 
     # -- selection -------------------------------------------------------------------------
 
-    @on(CallSelected)
-    def _call_selected(self, message: CallSelected) -> None:
+    def _cursor_moved(self) -> None:
+        # Watched, not messaged: the call pane changes in the same step as the scripts'
+        # cursor, so one screen update paints both (a key is on screen one frame sooner).
+        self.input_seen()
         self.show_selected()
 
     def _record(self, script_index: int, call_index: int) -> CallRecord | None:
@@ -269,12 +274,12 @@ class MainScreen(FeedScreen):
         scenario = self.state.scenario
         s, j = selected if selected is not None else (0, None)
         if scenario is None:
-            pane.border_title = "Call"
+            pane.set_title("Call")
             pane.show_about(Text(nothing_selected(self.state)))
             self.scripts_view.set_empty_text(empty_scripts(self.state))
             return
         if s >= len(scenario.scripts):
-            pane.border_title = "Call"
+            pane.set_title("Call")
             pane.show(None)
             return
         state = self.state.last_state
@@ -283,10 +288,10 @@ class MainScreen(FeedScreen):
         if j is None:
             binding = next((b for b in state.bindings if b.script_index == s), None) \
                 if state is not None else None
-            pane.border_title = f"Script [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}"
+            pane.set_title(f"Script [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}")
             pane.show_about(script_facts(scenario, s, binding))
             return
-        pane.border_title = f"Call #{j} of [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}"
+        pane.set_title(f"Call #{j} of [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}")
         pane.show(CallView(script, s, j, self._record(s, j), self.state.chunks_served(s, j), ids))
 
     # -- panes -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -62,6 +63,7 @@ class CallPane(Widget):
         self._dirty: set[str] = set()
         self._outcome: str | None = None
         self._about: Text | None = None
+        self._shown_title = ""
         self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
         self.context_loaded = asyncio.Event()
         self.request_rows: list[tuple[str, str, str]] = []
@@ -77,6 +79,12 @@ class CallPane(Widget):
     def on_mount(self) -> None:
         self._name_tabs()
         self.query_one("#output", RenderedLines).set_renderable(Text(NOTHING))
+
+    def set_title(self, title: str) -> None:
+        """Name what the pane shows (its border repaints only when the name changes)."""
+        if title != self._shown_title:
+            self._shown_title = title
+            self.border_title = title
 
     @property
     def active(self) -> str:
@@ -151,7 +159,8 @@ class CallPane(Widget):
             self.query_one(ChunkList).set_chunks(chunks, view.served if view else None)
         elif tab in self._dirty:
             if tab == "output":
-                self.query_one("#output", RenderedLines).set_renderable(self._output())
+                self.query_one("#output", RenderedLines).set_renderable(
+                    self._output, key=self._output_key())
             elif tab == "request":
                 self.query_one("#request", RenderedLines).set_renderable(self._request())
             elif tab == "raw":
@@ -175,6 +184,14 @@ class CallPane(Widget):
         title.append(f"{key}  {item.entry.kind}  {item.origin}  {chunks} chunk(s){lines}",
                      style="dim")
         return title
+
+    def _output_key(self) -> Hashable | None:
+        """What the Output tab's lines depend on (None: do not keep them)."""
+        view = self.view
+        if view is None:
+            return None
+        ids = tuple(sorted((view.live_ids or {}).items()))
+        return (id(view.script.entries[view.call_index].entry), view.call_index, ids)
 
     def _output(self) -> RenderableType:
         view = self.view
@@ -257,5 +274,7 @@ class CallPane(Widget):
         self.context_loaded.set()
 
     def forget_context(self) -> None:
-        """Drop cached recorded context (after a reload the logs may have changed)."""
+        """Drop cached recorded context and rendered output (after a reload the logs may have
+        changed)."""
         self._context_cache.clear()
+        self.query_one("#output", RenderedLines).forget()

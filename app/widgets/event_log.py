@@ -39,6 +39,7 @@ class EventLog(LiveList):
     def __init__(self, *, max_lines: int = 2000, id: str | None = None) -> None:
         super().__init__(id=id)
         self.entries: deque[Text] = deque(maxlen=max_lines)
+        self._follow_pending = False
 
     @property
     def following(self) -> bool:
@@ -47,26 +48,34 @@ class EventLog(LiveList):
 
     def write(self, line: str | Text, *, replace: bool = False) -> None:
         """Append one line (``replace``: overwrite the newest line instead) and repaint."""
-        text = Text(line) if isinstance(line, str) else line
-        text.no_wrap = True
-        text.end = ""
+        self.write_many([(line, replace)])
+
+    def write_many(self, lines: list[tuple[str | Text, bool]]) -> None:
+        """Append lines (each with its ``replace``), then repaint once."""
         follow = self.following
-        if replace and self.entries:
-            self.entries[-1] = text
-        else:
-            full = len(self.entries) == self.entries.maxlen
-            self.entries.append(text)
-            if full and not follow and self.cursor:
-                self.cursor -= 1  # the oldest line went: stay on the same line
+        for line, replace in lines:
+            text = Text(line) if isinstance(line, str) else line
+            text.no_wrap = True
+            text.end = ""
+            if replace and self.entries:
+                self.entries[-1] = text
+            else:
+                full = len(self.entries) == self.entries.maxlen
+                self.entries.append(text)
+                if full and not follow and self.cursor:
+                    self.cursor -= 1  # the oldest line went: stay on the same line
         self.set_rows(len(self.entries), width=max(self.scrollable_content_region.width, 1))
         if follow:
             self.cursor = len(self.entries) - 1
             self._to_newest()
             # The line that first overflows the log makes it scrollable only at the next
             # layout; scroll again once that happened, or the log would stop following here.
-            self.call_after_refresh(self._follow)
+            if not self._follow_pending:
+                self._follow_pending = True
+                self.call_after_refresh(self._follow)
 
     def _follow(self) -> None:
+        self._follow_pending = False
         if self.following:
             self._to_newest()
 

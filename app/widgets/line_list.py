@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ..headless.search import parse_query
 from ..keymap import LIST_KEYS, bindings
@@ -83,8 +84,14 @@ class LineList(ScrollView, can_focus=True):
         self._count = count
         self._width = width
         self._strips.clear()
-        if self.virtual_size != Size(width, count):
-            self.virtual_size = Size(width, count)
+        size = Size(width, count)
+        if self.virtual_size != size:
+            # Setting ``virtual_size`` lays the whole screen out again (tens of ms under load, on
+            # every key that shows another call). Only a scrollbar that appears or goes needs
+            # that, and ``_scroll_update`` asks for it then; a new length only repaints the
+            # scrollbar (Textual's own resize path sets the size this way).
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
         if self.cursor >= count:
             self.cursor = max(count - 1, 0)
         self.refresh()
@@ -205,7 +212,11 @@ class LineList(ScrollView, can_focus=True):
         self.refresh_row(old)
         self.refresh_row(new)
         self.scroll_to_row(new)
-        self.post_message(self.Highlighted(self, new))
+        self.highlighted(new)
+
+    def highlighted(self, index: int) -> None:
+        """The cursor moved to ``index``: say so (override to post a message of your own)."""
+        self.post_message(self.Highlighted(self, index))
 
     def scroll_to_row(self, index: int) -> None:
         """Scroll so that ``index`` is visible."""

@@ -166,29 +166,41 @@ class LivePane(Vertical):
         runs = [state, *(s for s in others if s.run != state.run)]
         rows = [(b, session_row(b, names, s.run if with_run else None))
                 for s in runs for b in s.bindings]
-        self.sessions = [plain for _, plain in rows]
+        sessions = [plain for _, plain in rows]
         view = self.session_list
-        view.with_run = with_run
-        changed = len(rows) != len(view.rows)
+        before = view.rows
+        self.sessions = sessions
         view.rows = rows
-        if changed:
+        if len(rows) != len(before) or with_run != view.with_run:
+            view.with_run = with_run
             self._size_sessions()
-        view.refresh()
+            view.refresh()
+            return
+        for i, ((b, plain), (old, old_plain)) in enumerate(zip(rows, before, strict=True)):
+            if plain != old_plain or b.status != old.status:
+                view.refresh_row(i + 1)  # row 0 is the column header
 
     def log_event(self, line: str | Text, *, key: object = None) -> None:
         """Append one line to the event log; a line with the same ``key`` as the newest line
         replaces it (a call stepped chunk by chunk keeps one line, not one per chunk)."""
-        replace = key is not None and key == self._last_key
-        self._last_key = key
-        plain = line.plain if isinstance(line, Text) else line
-        if replace and self.lines:
-            self.lines[-1] = plain
-        else:
-            self.lines.append(plain)
+        self.log_events([(line, key)])
+
+    def log_events(self, lines: list[tuple[str | Text, object]]) -> None:
+        """Append lines (each with its ``key``, as ``log_event``), repainting the log once."""
+        written: list[tuple[str | Text, bool]] = []
+        for line, key in lines:
+            replace = key is not None and key == self._last_key
+            self._last_key = key
+            plain = line.plain if isinstance(line, Text) else line
+            if replace and self.lines:
+                self.lines[-1] = plain
+            else:
+                self.lines.append(plain)
+            written.append((line, replace))
         if len(self.lines) > LOG_LINES:
             del self.lines[: len(self.lines) - LOG_LINES]
         for view in self.query(EventLog):  # none while the app shuts down
-            view.write(line, replace=replace)
+            view.write_many(written)
 
     @property
     def event_log(self) -> EventLog:

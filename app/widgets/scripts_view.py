@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from rich.text import Text
@@ -34,9 +34,29 @@ STATUS_STYLE = {"streaming": "bold green", "paused": "bold yellow", "hanging": "
                 "idle": "cyan"}
 
 
-def _live_key(b: BindingState) -> Hashable:
+def _live_key(b: BindingState | None) -> Hashable:
     """What of a binding the rows show (a change repaints them)."""
+    if b is None:
+        return None
     return (b.session, b.cursor, b.call_index, b.status, b.aborted, b.unfinished, b.diverged)
+
+
+def _moved_calls(before: BindingState, after: BindingState) -> set[int]:
+    """The calls whose marks differ between two states of one binding."""
+    low, high = sorted((before.cursor, after.cursor))
+    moved = set(range(low, high + 1))
+    moved |= {j for j in (before.call_index, after.call_index) if j is not None}
+    for old, new in ((before.unfinished, after.unfinished), (before.diverged, after.diverged)):
+        moved |= set(old) ^ set(new)
+    return moved
+
+
+def _call_marks(b: BindingState | None, j: int) -> Hashable:
+    """What of a binding one call row shows."""
+    if b is None:
+        return None
+    return (j < b.cursor, j == b.cursor, b.status if b.call_index == j else None,
+            j in b.unfinished, j in b.diverged)
 
 
 def cell(text: str, width: int) -> str:
@@ -138,19 +158,40 @@ class ScriptsView(LineList):
         return self._visible is not None and self.locate(index)[1] is not None
 
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
-        """The run's bindings and the breakpoints; repaints only what is on screen."""
+        """The run's bindings and the breakpoints; repaints only the rows whose marks moved
+        (while many sessions stream, a whole-pane repaint on every frame would be the
+        debugger's biggest cost)."""
         live = {b.script_index: b for b in state.bindings}
-        signature = {s: _live_key(b) for s, b in live.items()}
-        old = {s: _live_key(b) for s, b in self._live.items()}
+        previous = self._live
         self._live = live
         ids = live_ids(state)
-        if ids != self._ids:
+        if ids != self._ids or breakpoints != self._breakpoints:
             self._ids = ids
+            self._breakpoints = breakpoints
             self._strips.clear()
             self.refresh()
-        if signature != old or breakpoints != self._breakpoints:
-            self._breakpoints = breakpoints
-            self.refresh()
+            return
+        for script in set(live) | set(previous):
+            before, after = previous.get(script), live.get(script)
+            if before is None or after is None:
+                if _live_key(before) != _live_key(after):
+                    self._refresh_script(script, None)
+            elif _live_key(before) != _live_key(after):
+                self._refresh_script(script, _moved_calls(before, after))
+
+    def _refresh_script(self, script: int, calls: Iterable[int] | None) -> None:
+        """Repaint a script's header row and ``calls`` (None: every call) when on screen."""
+        if script >= len(self.scripts):
+            return
+        header = self.row_of(script, None)
+        if header is not None:
+            self.refresh_row(header)
+        count = len(self.scripts[script].entries)
+        for j in range(count) if calls is None else calls:
+            if 0 <= j < count:
+                row = self.row_of(script, j)
+                if row is not None:
+                    self.refresh_row(row)
 
     # -- selection ---------------------------------------------------------------------
 
@@ -192,10 +233,10 @@ class ScriptsView(LineList):
         self.move_to(row)
         return True
 
-    def on_line_list_highlighted(self, message: LineList.Highlighted) -> None:
-        message.stop()
+    def highlighted(self, index: int) -> None:
+        # Straight to the screen: one message, not a Highlighted to itself and then this.
         if self.row_count:
-            self.post_message(CallSelected(*self.locate(message.index)))
+            self.post_message(CallSelected(*self.locate(index)))
 
     # -- rendering ---------------------------------------------------------------------
 
@@ -211,8 +252,9 @@ class ScriptsView(LineList):
     def row_key(self, index: int) -> Hashable:
         s, j = self.locate(index)
         b = self._live.get(s)
-        live = _live_key(b) if b is not None else None
-        return (live, j is not None and (s, j) in self._breakpoints)
+        if j is None:
+            return ("header", _live_key(b))
+        return (_call_marks(b, j), (s, j) in self._breakpoints)
 
     def row_text(self, index: int) -> Text:
         s, j = self.locate(index)

@@ -128,7 +128,8 @@ async def test_record_mode_says_recording_and_the_demo_agent_records_then_replay
         app = ReplayApp(AppOptions(scenario=target, port=0, watch=False, upstream=upstream.url))
         async with app.run_test(size=(80, 24)) as pilot:
             await app.ready.wait()
-            await app.next_flush()
+            app.main.flush()  # paint now (nothing else may repaint)
+            await pilot.pause()
             first, second = app.header.render().plain.splitlines()
             assert first.startswith(f"● RECORDING → {upstream.url}  0 calls recorded"), first
             assert second.startswith(f"agent → {app.url}/v1  s: stop and replay"), second

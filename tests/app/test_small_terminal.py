@@ -152,7 +152,8 @@ async def test_footer_offers_the_keys_that_act_now() -> None:
     app = make_app(BASIC)
     async with app.run_test(size=NARROW) as pilot:
         await app.ready.wait()
-        await app.next_flush()
+        app.main.flush()  # paint now (nothing else may repaint)
+        await pilot.pause()
         # Nothing bound: the demo agent and the break modes, help and quit last.
         shown = footer(app)
         assert shown[:3] == [("2", "Break at calls"), ("3", "Break at chunks"), ("d", "Demo agent")]
@@ -190,9 +191,10 @@ async def test_footer_of_a_scenario_that_does_not_load_offers_reload_and_the_edi
     for name, wanted, absent in (("broken-json-line", ("l", "Reload"), ("o", "Override")),
                                  ("broken-unfinished-call", ("o", "Override"), None)):
         app = make_app(SAMPLES / name)
-        async with app.run_test(size=NARROW):
+        async with app.run_test(size=NARROW) as pilot:
             await app.ready.wait()
-            await app.next_flush()
+            app.main.flush()
+            await pilot.pause()
             assert wanted in footer(app), (name, footer(app))
             assert absent not in footer(app)
             assert ("b", "Breakpoint") not in footer(app)  # no call to put one on
@@ -317,7 +319,8 @@ async def test_panes_say_how_to_go_on_before_anything_happens() -> None:
     app = make_app(BASIC)
     async with app.run_test(size=NARROW) as pilot:
         await app.ready.wait()
-        await app.next_flush()
+        app.main.flush()  # paint now (nothing else may repaint)
+        await pilot.pause()
         hint = app.live_pane.session_list
         lines = [hint.row_text(i).plain for i in range(hint.row_count)]
         assert lines[0] == f"no session bound: agent → {app.url}/v1" and "d" in lines[1]

@@ -104,7 +104,7 @@ async def test_diverged_calls_are_marked_and_the_header_names_the_earliest() -> 
         await stream_text(parent, await recorded_messages(app, 0, 0))  # faithful: binds by content
         await stream_text(docs, [{"role": "user", "content": "something else entirely"}])
         await stream_text(parent, [{"role": "user", "content": "another prompt"}])
-        await until(app, lambda: "diverged at" in header(app), "the divergence")
+        await until(app, lambda: rows(app)[2].startswith("  ✓≠#1"), "the parent's call #1 marked")
         # The earliest in call order is the docs child's first call, though the parent bound first.
         assert header(app).startswith("diverged at #0 of script 1  not consumed"), header(app)
         listed = rows(app)

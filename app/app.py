@@ -30,15 +30,17 @@ from replay_engine import (
 )
 
 from . import keymap
+from .demo_mode import DemoRunner
 from .editor_guard import EditorGuard
 from .external_editor import OpenInEditorKey
 from .headless.loading import EDITOR_FIXES, ScenarioLoader
+from .headless.pace import PACE_STEPS_MS, RECORDED_SPEEDS
 from .headless.state import AppOptions, DebugState
 from .headless.verdicts import QuitVerdict, quit_verdict
 from .record_mode import RecordMode
 from .screens.dialect_choice import DemoDialect, DialectChoiceScreen
 from .screens.help import HelpScreen
-from .screens.main import PACE_STEPS_MS, MainScreen
+from .screens.main import MainScreen
 from .screens.override_confirm import ConfirmDiscardScreen
 from .screens.override_editor import OverrideEditorScreen
 from .widgets.call_pane import CallPane
@@ -49,8 +51,6 @@ from .widgets.status_header import StatusHeader
 
 __all__ = ["AppOptions", "ReplayApp"]
 
-DemoAgent = Callable[..., Awaitable[Any]]
-
 
 class ReplayApp(OpenInEditorKey, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
@@ -59,8 +59,6 @@ class ReplayApp(OpenInEditorKey, App[str]):
     TITLE = "dsh-replay"
     BINDINGS = keymap.bindings(keymap.APP_KEYS)
     """From the key table (dsh_replay_tui.keymap), after the main screen's keys."""
-    RECORDED_SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
-    """The recorded-pace speeds the command palette offers."""
 
     def __init__(self, options: AppOptions) -> None:
         super().__init__()
@@ -85,13 +83,13 @@ class ReplayApp(OpenInEditorKey, App[str]):
         self.awaiting_directory = asyncio.Event()
         """Set once a watch for a scenario directory that does not exist yet is in place."""
         self._stop_watch = anyio.Event()
-        self._demo_running = False
-        self._demo_dialect: DemoDialect = "openai"
-        """The dialect the demo agent last ran on (the chooser starts there)."""
+        self.demo = DemoRunner(self.main.log_in_order)
         self._quitting = False
-        self.record: RecordMode | None = (RecordMode(options, self.main.log_in_order)
-                                          if options.upstream is not None else None)
+        self.record: RecordMode | None = (
+            RecordMode(options, self.main.log_in_order, self.main.request_flush)
+            if options.upstream is not None else None)
         """Record mode: the recording that runs before the scenario loads (None otherwise)."""
+        self.state.recording = self.record
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -160,6 +158,8 @@ class ReplayApp(OpenInEditorKey, App[str]):
         return self.main
 
     def on_mount(self) -> None:
+        if self.record is None:
+            self.loader.prefetch()  # reading a big scenario overlaps the screen's start
         self.run_worker(self._startup(), name="startup", group="startup")
 
     async def _startup(self) -> None:
@@ -312,8 +312,8 @@ class ReplayApp(OpenInEditorKey, App[str]):
             return
         keys = getattr(screen, "HELP_KEYS", None)
         if keys is None:
-            keys = (keymap.LIST_KEYS + keymap.MAIN_KEYS + keymap.SEARCH_BAR_KEYS + keymap.APP_KEYS
-                    if screen is self.main else ())
+            keys = (keymap.LIST_KEYS + keymap.LIVE_KEYS + keymap.MAIN_KEYS + keymap.SEARCH_BAR_KEYS
+                    + keymap.APP_KEYS if screen is self.main else ())
         self.push_screen(HelpScreen(screen, keys))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -345,7 +345,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
                 yield SystemCommand(f"Pace: fixed {ms} ms per chunk" if ms else "Pace: no delay",
                                     "Serve chunks at a fixed pace.",
                                     self._runner(f"set_pace('fixed', {ms})", self.main))
-            for speed in self.RECORDED_SPEEDS:
+            for speed in RECORDED_SPEEDS:
                 yield SystemCommand(f"Pace: recorded gaps x{speed:g}",
                                     f"Replay the recorded gaps between chunks at {speed:g} times "
                                     "their speed.", self._runner(f"set_pace('recorded', {speed})", self.main))
@@ -360,37 +360,25 @@ class ReplayApp(OpenInEditorKey, App[str]):
         self.run_worker(self.loader.load(), group="reload", exclusive=True)
 
     def action_demo(self) -> None:
-        """Ask which dialect, then run the bundled demo agent against the embedded server."""
+        """Ask which dialect, then run the bundled demo agent against the embedded server (while
+        recording: a fixed conversation through the recorder)."""
         if self.url is None:
             self.notify("The server is not running.", severity="error")
             return
-        if self._demo_running:
+        if self.demo.running:
             self.notify("The demo agent is already running.", severity="warning")
             return
-        from replay_engine import run_demo_agent  # loaded on first use: it imports the SDKs
 
         def chosen(dialect: DemoDialect | None) -> None:
-            if dialect is None or self._demo_running:
+            if dialect is None or self.demo.running or self.url is None:
                 return
-            self._demo_dialect = dialect
-            self._demo_running = True
-            self.run_worker(self._demo(run_demo_agent, dialect), group="demo")
+            recording = self.record is not None and self.record.active
+            self.demo.running = True
+            self.run_worker(self.demo.run(self.url, self.url_label, dialect,
+                                          ready_dir=str(self.engine.ready_dir),
+                                          recording=recording), group="demo")
 
-        self.push_screen(DialectChoiceScreen(self._demo_dialect), chosen)
-
-    async def _demo(self, run_demo_agent: DemoAgent, dialect: DemoDialect) -> None:
-        log = self.main.log_in_order
-        log(f"demo agent ({dialect}) started against {self.url_label}")
-        try:
-            result = await run_demo_agent(self.url, ready_dir=str(self.engine.ready_dir),
-                                          out=lambda line: log("demo: " + line), dialect=dialect)
-        except ReplayError as exc:
-            log(f"demo agent failed [{exc.code}]: {exc.message}")
-        else:
-            consumed = getattr(result, "consumed", None)
-            log(f"demo agent ({dialect}) done (consumed: {consumed})")
-        finally:
-            self._demo_running = False
+        self.push_screen(DialectChoiceScreen(self.demo.dialect), chosen)
 
     def action_override(self) -> None:
         """Edit the override sidecar at the selected primary call, or decide the unfinished call

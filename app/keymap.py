@@ -15,6 +15,23 @@ from textual.binding import Binding
 
 from replay_engine import atomic_write
 
+from .headless.moments import (
+    BANNER,
+    CALL,
+    HANGING,
+    IDLE,
+    LIVE,
+    LOAD_FAILED,
+    PAUSED,
+    RECORDING,
+    SCRIPTS,
+    SEARCH,
+    SPARE,
+    STREAMING,
+    UNBOUND,
+    UNFINISHED,
+)
+
 AREAS = ("Move", "Stepping", "Calls", "Pace", "Search", "Scenario", "App", "Override editor")
 """Areas in the order the help screen and the README list them."""
 OTHER = "Other"
@@ -36,7 +53,10 @@ class Key:
     display: str | None = None
     """How the key reads on screen (default: Textual's display of the first key)."""
     footer: bool = False
-    """Shown in the footer (only what fits at 80 columns)."""
+    """Always shown in its screen's footer (only what fits at 80 columns)."""
+    moments: tuple[str, ...] = ()
+    """The moments the main screen's context footer offers this key in (``headless.moments``:
+    a call paused, recording, nothing bound, the focused pane, ...)."""
     palette: bool = True
     """Offered in the command palette."""
     priority: bool = False
@@ -58,45 +78,61 @@ LIST_KEYS: tuple[Key, ...] = (
     Key("pagedown", "page(1)", "Page down", "Move a page down.", "Move", display="PgDn", palette=False),
     Key("home", "jump(0)", "Top", "Jump to the first row.", "Move", display="Home", palette=False),
     Key("end", "jump(-1)", "Bottom", "Jump to the last row.", "Move", display="End", palette=False),
-    Key("tab", "focus_next", "Next pane", "Move focus to the next pane (its border lights up); keys "
-        "that act on a call use the one selected in the scripts, named in the call pane's title.",
-        "Move", display="Tab", palette=False, bound=False),
-    Key("shift+tab", "focus_previous", "Previous pane", "Move focus to the previous pane.", "Move",
-        display="Shift+Tab", palette=False, bound=False),
     Key("enter", "open_detail", "Open", "Open the selected row whole (a log line, a chunk, a session, "
-        "a call) with copy to the clipboard.", "Move", display="Enter", palette=False),
+        "a call, the error banner) with copy to the clipboard.", "Move", display="Enter",
+        palette=False, moments=(BANNER,)),
 )
-"""Keys of every list (scripts, chunks, sessions, event log, raw JSON)."""
+"""Keys of every list (scripts, chunks, sessions, event log, raw JSON; Enter on the banner)."""
+
+LIVE_KEYS: tuple[Key, ...] = (
+    Key("left,right", "switch_list", "Sessions/log", "In Live: move between the bound sessions "
+        "and the event log.", "Move", display="←→", palette=False, moments=(LIVE,)),
+)
+"""Keys of the Live pane's two lists."""
 
 MAIN_KEYS: tuple[Key, ...] = (
+    Key("tab", "focus_pane(1)", "Next pane", "Move focus to the next pane, straight to its list "
+        "(the focused pane's border is heavy); keys that act on a call use the one selected in "
+        "the scripts, named in the call pane's title.", "Move", display="Tab", palette=False),
+    Key("shift+tab", "focus_pane(-1)", "Previous pane", "Move focus to the previous pane.", "Move",
+        display="Shift+Tab", palette=False),
+    Key("f2", "pane('scripts')", "Scripts", "Focus the scripts pane.", "Move", display="F2"),
+    Key("f3", "pane('call')", "Call", "Focus the call pane (its current tab).", "Move",
+        display="F3"),
+    Key("f4", "pane('live')", "Live", "Focus the Live pane.", "Move", display="F4"),
+    Key("z", "zoom", "Zoom", "Maximise the focused pane, or restore the layout (Tab and F2-F4 "
+        "move the zoom to another pane).", "Move", moments=(SPARE,)),
     Key("1", "mode('run')", "Run", "Step mode run: calls stream without stopping.", "Stepping"),
     Key("2", "mode('call')", "Break at calls", "Step mode: hold every call before its first chunk.",
-        "Stepping", footer=True),
+        "Stepping", moments=(UNBOUND,)),
     Key("3", "mode('chunk')", "Break at chunks", "Step mode: hold every call before each chunk.",
-        "Stepping"),
-    Key("n", "step('chunk')", "Next chunk", "Release one chunk of the paused call.", "Stepping",
-        footer=True),
-    Key("e", "step('call')", "End call", "Release the paused call to its end.", "Stepping"),
+        "Stepping", moments=(UNBOUND,)),
+    Key("n", "step('chunk')", "Next chunk", "Release one chunk of the paused call (the call pane "
+        "shows its chunks, the one released highlighted).", "Stepping", moments=(PAUSED,)),
+    Key("e", "step('call')", "End call", "Release the paused call to its end.", "Stepping",
+        moments=(PAUSED,)),
     Key("c", "resume", "Continue", "Continue: back to run mode, every paused call released.",
-        "Stepping", footer=True),
+        "Stepping", moments=(PAUSED,)),
     Key("p", "pause", "Pause", "Hold the selected session's streaming call before its next chunk.",
-        "Stepping"),
-    Key("b", "breakpoint", "Breakpoint", "Toggle a breakpoint on the selected call.", "Calls"),
+        "Stepping", moments=(STREAMING,)),
+    Key("b", "breakpoint", "Breakpoint", "Toggle a breakpoint on the selected call.", "Calls",
+        moments=(SCRIPTS,)),
     Key("x", "cancel", "Cancel call", "Cancel the selected session's call in flight (a hang or a "
-        "paused stream): the agent gets ABORTED.", "Calls"),
-    Key("X", "cancel_hanging", "Cancel hangs", "Cancel every hanging call of every run.", "Calls"),
+        "paused stream): the agent gets ABORTED.", "Calls", moments=(PAUSED, HANGING)),
+    Key("X", "cancel_hanging", "Cancel hangs", "Cancel every hanging call of every run.", "Calls",
+        moments=(HANGING,)),
     Key("right_square_bracket", "tab(1)", "Next tab", "Show the next call-pane tab.", "Calls",
-        display="]"),
+        display="]", moments=(CALL,)),
     Key("left_square_bracket", "tab(-1)", "Previous tab", "Show the previous call-pane tab.", "Calls",
         display="["),
-    Key("plus,equals_sign", "pace(-1)", "Faster", "Fixed pace one step faster (0, 5, 20, 50, 100, "
-        "250, 1000 ms per chunk).", "Pace", display="+"),
-    Key("minus", "pace(1)", "Slower", "Fixed pace one step slower.", "Pace", display="-"),
+    Key("plus,equals_sign", "pace(-1)", "Faster", "Pace one step faster: fixed 1000, 250, 100, 50, "
+        "20, 5, 0 ms per chunk; recorded gaps x0.25 up to x10.", "Pace", display="+"),
+    Key("minus", "pace(1)", "Slower", "Pace one step slower.", "Pace", display="-"),
     Key("t", "pace_recorded", "Recorded pace", "Switch between the recorded gaps and a fixed pace.",
         "Pace"),
     Key("slash", "search", "Search", "Search: filter the scripts (text, tool:NAME, kind:KIND, "
         "origin:ORIGIN) and mark matches in the chunks and the event log.", "Search",
-        display="/", footer=True),
+        display="/", moments=(SPARE,)),
     Key("full_stop", "search_next", "Next match", "Go to the next match in the focused list.",
         "Search", display="."),
     Key("comma", "search_previous", "Previous match", "Go to the previous match in the focused list.",
@@ -106,36 +142,42 @@ MAIN_KEYS: tuple[Key, ...] = (
     Key("r", "next_run", "Next run", "Follow the next run that bound a session (the header names "
         "the run followed; the palette can follow any run).", "Scenario"),
     Key("a", "assert_consumed", "Assert", "Assert consumed: the verdict with every problem, and "
-        "what is in flight, paused or aborted.", "Scenario"),
+        "what is in flight, paused or aborted.", "Scenario", moments=(IDLE,)),
 )
 """Keys of the main screen."""
 
 SEARCH_BAR_KEYS: tuple[Key, ...] = (
     Key("enter", "keep_search", "Keep", "In the search box: keep the filter and go back to the "
-        "scripts.", "Search", display="Enter", footer=True, palette=False, priority=True),
+        "scripts.", "Search", display="Enter", palette=False, priority=True, moments=(SEARCH,)),
     Key("escape", "clear_search", "Clear", "In the search box: clear the search and close it.",
-        "Search", display="Esc", footer=True, palette=False),
+        "Search", display="Esc", palette=False, moments=(SEARCH,)),
 )
-"""Keys of the search box (typing goes to the box)."""
+"""Keys of the search box (typing goes to the box; the footer shows these while it is open)."""
 
 APP_KEYS: tuple[Key, ...] = (
-    Key("l", "reload", "Reload", "Reload the scenario from disk now.", "Scenario"),
+    Key("l", "reload", "Reload", "Reload the scenario from disk now.", "Scenario",
+        moments=(LOAD_FAILED,)),
     Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server; it "
         "asks which wire to speak (openai chat completions, anthropic Messages, OpenAI "
-        "Responses or Google Gemini), each through its official SDK.", "Scenario"),
+        "Responses or Google Gemini), each through its official SDK. While recording it says a "
+        "fixed short conversation through the recorder (keys from $OPENAI_API_KEY, "
+        "$ANTHROPIC_API_KEY or $GEMINI_API_KEY).", "Scenario", moments=(UNBOUND, RECORDING)),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
-        "decide the unfinished call of a scenario that does not load).", "Scenario"),
+        "decide the unfinished call of a scenario that does not load).", "Scenario",
+        moments=(UNFINISHED,)),
     Key("E", "open_in_editor", "Open in $EDITOR", "Open replay.override.json in $VISUAL or $EDITOR, "
         "then reload; after a load error, the file at the line it names (in the event log, the "
-        "file and line the selected line names).", "Scenario"),
-    Key("s", "stop_recording", "Stop recording", "Record mode (--record --upstream URL): stop "
+        "file and line the selected line names).", "Scenario", moments=(LOAD_FAILED,)),
+    Key("s", "stop_recording", "Stop and replay", "Record mode (--record --upstream URL): stop "
         "recording, finish the logs and load the directory as a scenario ready to replay (q while "
-        "recording finishes the logs and quits).", "Scenario"),
+        "recording finishes the logs and quits).", "Scenario", moments=(RECORDING,)),
     Key("question_mark", "help", "Help", "Show every key by area.", "App", display="?", footer=True),
     Key("ctrl+p", "command_palette", "Palette", "Open the command palette: every action, the theme "
-        "and the pace, searchable.", "App", display="^p", palette=False, bound=False),
+        "and the pace, searchable.", "App", display="^p", palette=False, bound=False,
+        moments=(SPARE,)),
     Key("q", "quit", "Quit", "Quit and print the assert-consumed verdict, one line per run (exit 0 "
-        "consumed, 3 not, 1 never loaded, 4 port busy).", "App", footer=True),
+        "consumed, 3 not, 1 never loaded, 4 port busy); while recording, finish the logs and "
+        "quit.", "App", footer=True),
 )
 """Keys of the app (they work on the main screen; the palette lists them too)."""
 
@@ -169,8 +211,8 @@ EDITOR_KIND_KEYS: tuple[Key, ...] = (
 )
 """Keys of the editor's kind switch (bound on the switch itself, so typing elsewhere is text)."""
 
-TABLE: tuple[Key, ...] = (LIST_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS + EDITOR_KEYS
-                          + EDITOR_KIND_KEYS)
+TABLE: tuple[Key, ...] = (LIST_KEYS + LIVE_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS
+                          + EDITOR_KEYS + EDITOR_KIND_KEYS)
 
 
 BindingList = list[Binding | tuple[str, str] | tuple[str, str, str]]
@@ -180,6 +222,36 @@ BindingList = list[Binding | tuple[str, str] | tuple[str, str, str]]
 def bindings(keys: Iterable[Key]) -> BindingList:
     """Textual bindings for ``keys``."""
     return [key.binding() for key in keys if key.bound]
+
+
+def shown_key(key: Key) -> str:
+    """How a key reads in the footer and the help (its display, else its first key name)."""
+    return key.display or key.keys.split(",")[0]
+
+
+FOOTER_GAP = 2
+
+
+def footer_width(keys: Sequence[Key]) -> int:
+    """Cells the footer takes for ``keys``: ``KEY Label`` items two cells apart."""
+    return sum(len(shown_key(k)) + 1 + len(k.label) for k in keys) + FOOTER_GAP * max(len(keys) - 1, 0)
+
+
+def footer_keys(keys: Sequence[Key], moments: Sequence[str], width: int, *,
+                always: bool = True) -> list[Key]:
+    """The keys the context footer shows within ``width`` cells: those of ``moments`` in that
+    order (state first, then the focused pane), then spare ones while room is left; the keys
+    marked ``footer`` last (unless not ``always``: while typing goes to a box)."""
+    shown = [k for k in keys if k.footer] if always else []
+    always_keys = shown
+    wanted: list[Key] = []
+    for moment in (*moments, *((SPARE,) if always else ())):
+        wanted += [k for k in keys if moment in k.moments and k not in wanted and not k.footer]
+    chosen: list[Key] = []
+    for key in wanted:
+        if footer_width([*chosen, key, *always_keys]) <= width:
+            chosen.append(key)
+    return chosen + always_keys
 
 
 def describe(action: str) -> Key | None:

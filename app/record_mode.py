@@ -39,12 +39,15 @@ def report_text(report: CallReport) -> Text:
 class RecordMode:
     """One recording of the debugger: started on mount, stopped by a key or by quitting."""
 
-    def __init__(self, options: AppOptions, log: Log) -> None:
+    def __init__(self, options: AppOptions, log: Log,
+                 changed: Callable[[], None] = lambda: None) -> None:
         if options.upstream is None:
             raise ValueError("record mode needs an upstream")
         self.options = options
         self.upstream = options.upstream
         self.log = log
+        self.changed = changed
+        """Called when what the header shows changed (a call recorded, the recording ended)."""
         self.recording: Recording | None = None
         """The recording while it runs (and after, for its summary)."""
         self.reports: dict[str, list[CallReport]] = {}
@@ -61,6 +64,10 @@ class RecordMode:
         """True while calls are being recorded."""
         return self.recording is not None and not self.finished.is_set()
 
+    def counts(self) -> list[tuple[str, int]]:
+        """Calls recorded per session, in the order sessions first called."""
+        return [(label, len(reports)) for label, reports in self.reports.items()]
+
     @property
     def port(self) -> int | None:
         """The port the recorder listened on (the replay server takes it over)."""
@@ -73,6 +80,7 @@ class RecordMode:
         self.log(report_text(report))
         if report.problem:
             self.log(Text(f"warning: {report.problem}", style="bold yellow"))
+        self.changed()
 
     def _failed(self, error: ReplayError) -> None:
         self.log(Text(f"recording failed [{error.code}]: {error.message}", style="bold red"))
@@ -90,17 +98,19 @@ class RecordMode:
             self.finished.set()
             return False
         try:
-            url = self.recording.url
+            url = self.options.url_label or self.recording.url  # a fixed label in snapshots
             self.log(Text(f"recording into {self.options.scenario} from {self.upstream}",
                           style="bold red"))
-            self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}); press s to stop "
-                     "recording and replay")
+            self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}), or press d for the "
+                     "demo agent; press s to stop recording and replay")
             self.started.set()
+            self.changed()
             await self._stop.wait()
         finally:
             with contextlib.suppress(Exception):
                 await context.__aexit__(None, None, None)
             self.finished.set()
+            self.changed()
         for line in recording_summary(self.recording):
             self.log(line)
         return True

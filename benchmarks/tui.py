@@ -1,10 +1,12 @@
 """Benchmark the debugger headless: first paint of a 100 MB scenario, key round-trip while 50
 sessions stream at full speed, and the delay from writing a changed 1 MB log to the updated tree.
 
-Run by hand: ``python3 benchmarks/tui.py [--mb 100] [--sessions 50] [--keys 40]``.
-Targets: first paint <= 2 s, median key round-trip <= 50 ms, reload-to-tree <= 300 ms.
-Each number is printed with a baseline measured in the same run (the bare load, the key
-round-trip with nothing streaming, the bare load of the 1 MB log).
+Run by hand: ``python3 benchmarks/tui.py [--mb 100] [--sessions 50] [--keys 40] [--rounds 3]``.
+Targets: first paint <= 0.5 s; the painted key round-trip one frame (33 ms) median and under
+100 ms max; reload-to-tree <= 300 ms. Each number is printed with a baseline measured in the
+same run (the bare load, the key round-trip with nothing streaming, the bare load of the 1 MB
+log); first paint and bare load are the best of ``--rounds`` (a shared machine adds noise, never
+speed).
 """
 
 from __future__ import annotations
@@ -24,15 +26,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from dsh_replay_tui.app import AppOptions, ReplayApp  # noqa: E402
 from gen import ensure_log, write_log  # noqa: E402
 from textual import events  # noqa: E402
 
-from dsh_replay_tui.app import AppOptions, ReplayApp  # noqa: E402
 from replay_engine.scenario.loading import load_scenario  # noqa: E402
 
 DATA = HERE / "_data"
 MB = 1_000_000
 SIZE = (160, 45)
+FIRST_PAINT_S = 0.5
+KEY_MEDIAN_S = 1 / 30
+"""One frame."""
+KEY_MAX_S = 0.1
 THINK_S = 0.1
 """Pause between key presses (about ten keys a second)."""
 
@@ -162,15 +168,19 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--keys", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     big = DATA / f"scenario-{args.mb}mb"
     ensure_log(big / "session.jsonl", args.mb * MB)
-    t = time.perf_counter()
-    load_scenario(big)
-    bare = time.perf_counter() - t
-    paint = asyncio.run(first_paint(big))
-    print(f"first paint of a {args.mb} MB scenario: {paint:.2f} s (target <= 2 s); "
+    bares, paints = [], []
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        load_scenario(big)
+        bares.append(time.perf_counter() - t)
+        paints.append(asyncio.run(first_paint(big)))
+    bare, paint = min(bares), min(paints)
+    print(f"first paint of a {args.mb} MB scenario: {paint:.2f} s (target <= {FIRST_PAINT_S} s); "
           f"bare load_scenario {bare:.2f} s; ratio {paint / bare:.2f}x")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,9 +195,11 @@ def main() -> None:
         idle, busy, streamed = asyncio.run(key_round_trips(many, args.sessions, args.keys))
         for name, i in (("handled", 0), ("painted", 1)):
             med_idle, med_busy = statistics.median(idle[i]), statistics.median(busy[i])
+            target = (f"target median <= {KEY_MEDIAN_S * 1000:.0f} ms, max < "
+                      f"{KEY_MAX_S * 1000:.0f} ms" if name == "painted" else "no target")
             print(f"key round-trip ({name}), {args.sessions} sessions streaming at full speed: "
                   f"median {med_busy * 1000:.1f} ms, max {max(busy[i]) * 1000:.1f} ms "
-                  f"(target <= 50 ms); idle median {med_idle * 1000:.1f} ms; ratio "
+                  f"({target}); idle median {med_idle * 1000:.1f} ms; ratio "
                   f"{med_busy / med_idle:.2f}x")
         print(f"  {streamed} chunks served during the presses")
 

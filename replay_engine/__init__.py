@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         parse_breakpoint,
     )
     from .engine.placeholders import resolve_scripted_entry
+    from .engine.tokens import TOKEN_MARKER
     from .errors import (
         UNFINISHED_CALL,
         AbortedError,
@@ -102,7 +103,7 @@ if TYPE_CHECKING:
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
     from .scenario.derive_fast import load_log
-    from .scenario.layout import is_scenario_file
+    from .scenario.layout import generation_label, is_scenario_file
     from .scenario.loading import (
         CHILD_RE,
         PRIMARY_NAME,
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
     from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
     from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
+    from .testing.demo_conversation import run_demo_conversation
     from .wire.dialect import WireOptions
 
 _LAZY: dict[str, str] = {
@@ -235,6 +237,9 @@ _LAZY: dict[str, str] = {
     "port_arg": "server.listen",
     "run_demo_agent": "testing.demo_agent",
     "DEMO_DIALECTS": "testing.demo_agent",
+    "run_demo_conversation": "testing.demo_conversation",
+    "generation_label": "scenario.layout",
+    "TOKEN_MARKER": "engine.tokens",
     "CallReport": "record",
     "Recording": "record",
     "check_upstream": "record",
@@ -375,6 +380,9 @@ __all__ = [
     "known_throw_codes",
     "run_demo_agent",
     "DEMO_DIALECTS",
+    "run_demo_conversation",
+    "generation_label",
+    "TOKEN_MARKER",
     "CallReport",
     "Recording",
     "check_upstream",

@@ -8,6 +8,8 @@ from rich.text import Text
 
 from replay_engine import events as ev
 
+from .scriptinfo import RULE_WORDS
+
 
 def _who(session: str | None) -> str:
     return session if session is not None else "(anonymous)"
@@ -35,7 +37,8 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
         return f"[{i}] {names[i] if i < len(names) else '?'}"
 
     if isinstance(event, ev.SessionBound):
-        return Text(f"bound {_who(event.session)} → script {script(event.script_index)}", style="cyan")
+        return Text(f"bound {_who(event.session)} → script {script(event.script_index)}, "
+                    f"by {event.rule} ({RULE_WORDS.get(event.rule, event.rule)})", style="cyan")
     if isinstance(event, ev.CallStarted):
         retry = " — SDK retry" if event.retry else ""
         wire = f", {event.dialect}" if event.dialect else ""

@@ -4,6 +4,7 @@ scripts (banner), and reloads wait for an override editor that holds unsaved cha
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -16,6 +17,7 @@ from replay_engine import (
     InputError,
     ReplayError,
     Scenario,
+    ScenarioNotFoundError,
     SidecarError,
     fingerprint,
     load_scenario,
@@ -76,6 +78,7 @@ class ScenarioLoader:
         """One load at a time, so the watcher can tell a change it already loaded."""
         self._sidecar_digest: str | None = None
         """Fingerprint of the sidecar as read by the last load (before it read the scenario)."""
+        self._prefetched: asyncio.Future[Scenario] | None = None
 
     @property
     def root(self) -> Path:
@@ -89,12 +92,19 @@ class ScenarioLoader:
         async with self._lock:
             return await self._load_locked(initial, why)
 
+    def prefetch(self) -> None:
+        """Start reading the scenario now, in a thread, so that the first load overlaps the
+        screen's own start (the first ``load(initial=True)`` takes the result)."""
+        if self._prefetched is None:
+            self._prefetched = asyncio.ensure_future(asyncio.to_thread(self._read_scenario))
+
     async def _load_locked(self, initial: bool, why: str) -> bool:
         if not initial and self.guard.has_unsaved_changes():
             self.guard.defer(why)
             return False
+        read, self._prefetched = self._prefetched if initial else None, None
         try:
-            scenario = await asyncio.to_thread(self._read_scenario)
+            scenario = await (read if read is not None else asyncio.to_thread(self._read_scenario))
         except ReplayError as exc:
             self._load_failed(exc, initial)
             return False
@@ -141,6 +151,10 @@ class ScenarioLoader:
         state.scenario = scenario
         state.load_error = None
         changes = state.engine.reload(scenario.scripts)
+        # The scripts live as long as the load: keep their millions of objects out of the
+        # cyclic collector, whose full passes over them would stall the screen for hundreds
+        # of ms while sessions stream (reference counting still frees them after a reload).
+        gc.freeze()
         self.view.show_scenario(scenario)
         calls = sum(len(s.entries) for s in scenario.scripts)
         if initial or old is None:
@@ -171,15 +185,17 @@ class ScenarioLoader:
         self.state.load_error = error
         if self.state.scenario is None:  # nothing was ever served: model calls answer 503
             self.state.engine.set_not_loaded(error)
-        title = ("Cannot load the scenario — nothing is served until it loads"
-                 if self.state.scenario is None
+        title = ("Cannot load the scenario (nothing served)" if self.state.scenario is None
                  else "Reload failed — still serving the last good scripts")
         if error.code == UNFINISHED_CODE:
             title += " — press o to decide the call"
+        elif isinstance(error, ScenarioNotFoundError) and self.root.is_file():
+            title = ("Cannot load a file — quit (q) and open its directory: dsh-replay-tui "
+                     f"{self.root.parent}")
         elif error.code == SidecarError.code:
             title += " — press o to fix the sidecar (E opens it in $EDITOR)"
         else:
-            title += " — fix it, then press l to reload"
+            title += " — fix it, then press l"
         self.view.show_load_error(title, error)
         self.view.log_line(f"{'load' if initial else 'reload'} failed [{error.code}]: {error.message}")
         self.view.request_flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from replay_engine import (
     DEFAULT_JOURNAL_LIMIT,
@@ -14,10 +15,26 @@ from replay_engine import (
     ProviderConfig,
     ReplayEngine,
     ReplayError,
+    RunState,
     Scenario,
     StepMode,
     WireOptions,
 )
+
+
+class RecordingStatus(Protocol):
+    """What the screens show of a recording (record mode)."""
+
+    @property
+    def active(self) -> bool:
+        """True while calls are being recorded."""
+
+    @property
+    def upstream(self) -> str:
+        """Where the calls go."""
+
+    def counts(self) -> list[tuple[str, int]]:
+        """Calls recorded per session, in the order sessions first called."""
 
 
 @dataclass(slots=True)
@@ -79,6 +96,10 @@ class DebugState:
     """Live already said where readyFiles go."""
     run_chosen: bool = False
     """The user picked the run to follow; until then the screen follows the first run that binds."""
+    recording: RecordingStatus | None = None
+    """Record mode's recording (None when not recording)."""
+    last_state: RunState | None = None
+    """The followed run as last painted."""
 
     def __post_init__(self) -> None:
         """Start the default run (the one bare URLs and pytest's --dsh-replay-debug use) as

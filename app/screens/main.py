@@ -1,78 +1,79 @@
-"""The main screen: header, banner, scripts, call and live panes; the debugger's stepping keys
-(step gate, breakpoints, cancel, pace, reset, verdict) and the repaint from engine events.
+"""The main screen: header, banner, scripts, call and live panes, the context footer; the
+debugger's stepping keys (step gate, breakpoints, cancel, pace, reset, verdict) and the pane keys
+(Tab, F2-F4, zoom).
 
-Each key calls public engine methods only; events are buffered and applied to the widgets at
-a bounded rate."""
+Each key calls public engine methods only; engine events are applied at a bounded rate
+(``feed``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
-from textual.screen import Screen
-from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.events import DescendantBlur, DescendantFocus
+from textual.widgets import Input
 
-from replay_engine import CallRecord, Pace, ReplayError, Scenario
+from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario
 from replay_engine import events as ev
 
-from ..headless.eventlog import format_event
+from ..headless.moments import SEARCH, moments
+from ..headless.pace import step_pace
+from ..headless.screenfacts import (
+    DivergenceMemo,
+    connect_hint,
+    empty_scripts,
+    nothing_selected,
+    record_facts,
+    replay_facts,
+    situation,
+    target_binding,
+)
+from ..headless.scriptinfo import ignored_note, live_ids, script_facts, show_tokens
 from ..headless.state import DebugState
-from ..headless.verdicts import flight_summary
-from ..keymap import MAIN_KEYS, bindings
-from ..messages import CallSelected
+from ..keymap import APP_KEYS, LIST_KEYS, LIVE_KEYS, MAIN_KEYS, SEARCH_BAR_KEYS, bindings
 from ..widgets.call_pane import CallPane, CallView
-from ..widgets.chunk_list import ChunkList
+from ..widgets.context_footer import ContextFooter
 from ..widgets.error_banner import ErrorBanner
-from ..widgets.event_log import EventLog
 from ..widgets.line_list import LineList
 from ..widgets.live_pane import LivePane
 from ..widgets.scripts_view import ScriptsView
 from ..widgets.search_bar import SearchBar
 from ..widgets.status_header import StatusHeader
 from .detail import DetailScreen
+from .feed import FeedScreen
+from .panes import Panes
+from .search import Search
 from .verdict import VerdictScreen, verdict_lines
 
-FLUSH_S = 1 / 30
-"""Engine events are applied to the screen at most this often (chunk floods coalesce)."""
-BUSY_FLUSH_S = 1 / 8
-"""The repaint period while a flood is streaming (more than BUSY_EVENTS events per repaint)."""
-BUSY_EVENTS = 500
-MAX_LOG_EVENTS = 40
-"""Event-log lines written per repaint; older events of a flood are only counted."""
-PACE_STEPS_MS = (0, 5, 20, 50, 100, 250, 1000)
-
-Parts = tuple[StatusHeader, ErrorBanner, ScriptsView, CallPane, LivePane]
+SIDE_BY_SIDE = 140
+"""From this width the scripts sit beside the call and Live panes: a whole call row
+(``ROW_WIDTH``) within 55% of the width, and the rest for the call pane. Narrower, side by side
+would cut the summaries to a few characters, so the panes stack and each gets the full width."""
+FOOTER_KEYS = LIST_KEYS + LIVE_KEYS + MAIN_KEYS + APP_KEYS + SEARCH_BAR_KEYS
+"""The keys the context footer picks from."""
 
 
-class MainScreen(Screen[None]):
+class MainScreen(FeedScreen):
     """Watch, step and steer the replay of the loaded scenario."""
 
     BINDINGS = bindings(MAIN_KEYS)
     """From the key table (dsh_replay_tui.keymap); the app adds reload, demo, override, help and quit."""
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    """Below 120 columns the panes stack (scripts on top) so no column is cut away."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (SIDE_BY_SIDE, "-wide")]
+    """Below SIDE_BY_SIDE columns the panes stack (scripts on top) so no column is cut away."""
 
     def __init__(self, state: DebugState) -> None:
-        super().__init__()
+        super().__init__(state.engine)
         self.state = state
         self.panes_ready = asyncio.Event()
         """Set once the panes exist (loading shows its result in them)."""
-        self._flushed = asyncio.Event()
-        self._pending: list[ev.EngineEvent] = []
-        self._chunks_pending = 0
-        self._last_burst = 0
-        self._flush_timer: Timer | None = None
-        self._closed = False
         self._record_key: tuple[int, int] | None = None
         self._record_cache: CallRecord | None = None
-        self._widgets: Parts | None = None
-        self._unsubscribe = state.engine.subscribe(self._on_engine_event)
+        self._diverged = DivergenceMemo()
+        self._panes: Panes | None = None
+        self._widgets: tuple[StatusHeader, ContextFooter] | None = None
 
     # -- layout --------------------------------------------------------------------------
 
@@ -85,58 +86,85 @@ class MainScreen(Screen[None]):
                 yield CallPane(id="call")
                 yield LivePane(id="live")
         yield SearchBar(id="search")
-        yield Footer(compact=True)
+        yield ContextFooter(FOOTER_KEYS, id="footer")
 
-    def _parts(self) -> Parts:
-        # Kept from mount: a modal on top must not hide the main screen's widgets.
-        if self._widgets is None:
+    @property
+    def panes(self) -> Panes:
+        """The panes (kept from mount: a modal on top must not hide them)."""
+        if self._panes is None:
             raise RuntimeError("the debugger is not mounted")
-        return self._widgets
+        return self._panes
 
     @property
     def header(self) -> StatusHeader:
         """The header."""
-        return self._parts()[0]
+        assert self._widgets is not None, "the debugger is not mounted"
+        return self._widgets[0]
+
+    @property
+    def footer(self) -> ContextFooter:
+        """The context footer."""
+        assert self._widgets is not None, "the debugger is not mounted"
+        return self._widgets[1]
 
     @property
     def banner(self) -> ErrorBanner:
         """The error banner."""
-        return self._parts()[1]
+        return self.panes.banner
 
     @property
     def scripts_view(self) -> ScriptsView:
         """The scripts pane."""
-        return self._parts()[2]
+        return self.panes.scripts
 
     @property
     def call_pane(self) -> CallPane:
         """The call pane."""
-        return self._parts()[3]
+        return self.panes.call
 
     @property
     def live_pane(self) -> LivePane:
         """The live pane."""
-        return self._parts()[4]
+        return self.panes.live
 
     def on_mount(self) -> None:
-        self._widgets = (self.query_one(StatusHeader), self.query_one(ErrorBanner),
-                         self.query_one(ScriptsView), self.query_one(CallPane),
-                         self.query_one(LivePane))
+        self._panes = Panes(self.query_one(ErrorBanner), self.query_one(ScriptsView),
+                            self.query_one(CallPane), self.query_one(LivePane),
+                            self.query_one("#right"))
+        self.search = Search(self._panes, self.query_one(SearchBar), self.show_selected)
+        self.watch(self.scripts_view, "cursor", self._cursor_moved, init=False)
+        self._widgets = (self.query_one(StatusHeader), self.query_one(ContextFooter))
         self.scripts_view.focus()
         self.scripts_view.border_title = "Scripts"
         self.call_pane.border_title = "Call"
         self.live_pane.border_title = "Live"
         self.panes_ready.set()
 
-    def on_unmount(self) -> None:
-        self._closed = True
-        self._unsubscribe()
+    # -- what the feed needs ---------------------------------------------------------------
+
+    def log_line(self, line: str | Text, *, key: object = None) -> None:
+        """Append a line to the event log."""
+        self.live_pane.log_event(line, key=key)
+
+    def log_lines(self, lines: list[tuple[str | Text, object]]) -> None:
+        self.live_pane.log_events(lines)
+
+    def followed_run(self) -> str:
+        return self.state.run_name
+
+    def script_names(self) -> list[str]:
+        return self.state.names()
+
+    def ready_to_paint(self) -> bool:
+        return self._panes is not None
+
+    def forget_record(self, event: ev.EngineEvent) -> None:
+        # The cached journal record of the selected call is stale once that call moves.
+        call_index = getattr(event, "call_index", None)
+        if call_index is None or (getattr(event, "script_index", -1), call_index) == self._record_key:
+            self._record_key = None
 
     # -- what a load shows (headless.loading.LoadView) -----------------------------------
-
-    def log_line(self, line: str | Text) -> None:
-        """Append a line to the event log."""
-        self.live_pane.log_event(line)
 
     def show_scenario(self, scenario: Scenario) -> None:
         """Show freshly loaded scripts; the error banner goes away."""
@@ -148,85 +176,54 @@ class MainScreen(Screen[None]):
         if note is not None:
             self.state.ready_dir_noted = True
             self.log_line(note)
+        ignored = ignored_note(scenario)
+        if ignored is not None:
+            self.log_line(Text(ignored, style="yellow"))
+        self._focus_moved()
 
     def show_load_error(self, title: str, error: ReplayError) -> None:
-        """Show why the scenario did not load."""
+        """Show why the scenario did not load (focus goes to the banner when nothing loaded)."""
         self.banner.show_error(title, error)
+        if self.state.scenario is None and self.panes.focused(self.focused) != "banner":
+            self.banner.focus()
+        self._focus_moved()
 
-    # -- engine events -> screen -----------------------------------------------------------
+    # -- repaint ---------------------------------------------------------------------------
 
-    def _on_engine_event(self, event: ev.EngineEvent) -> None:
-        if isinstance(event, ev.ChunkServed):
-            self._chunks_pending += 1
-        else:
-            self._pending.append(event)
-            # The cached journal record of the selected call is stale once that call moves.
-            call_index = getattr(event, "call_index", None)
-            if call_index is None or (getattr(event, "script_index", -1), call_index) == self._record_key:
-                self._record_key = None
-        self.request_flush()
-
-    def request_flush(self) -> None:
-        """Schedule a repaint from the engine's state (at most every FLUSH_S)."""
-        if self._flush_timer is None and self.is_running:
-            delay = BUSY_FLUSH_S if self._last_burst > BUSY_EVENTS else FLUSH_S
-            self._flush_timer = self.set_timer(delay, self.flush, name="flush")
-
-    def flush(self) -> None:
-        """Apply buffered events: log lines, header, cursors, sessions, the selected call."""
-        self._flush_timer = None
-        if self._closed or self._widgets is None:
-            return  # not mounted yet, or shutting down
-        events, self._pending = self._pending, []
-        self._last_burst = self._chunks_pending + len(events)
-        self._chunks_pending = 0
-        names = self.state.names()
-        if len(events) > MAX_LOG_EVENTS:
-            # A flood (many sessions at full speed): count what is skipped, show the newest.
-            skipped = Counter(type(e).__name__ for e in events[:-MAX_LOG_EVENTS])
-            self.live_pane.log_event(Text("… " + ", ".join(f"{n} {name}" for name, n in skipped.items()),
-                                          style="dim"))
-            events = events[-MAX_LOG_EVENTS:]
-        for event in events:
-            if isinstance(event, ev.ScriptsReloaded):
-                continue  # the loader logs what changed
-            line = format_event(event, names)
-            if line is not None:
-                if event.run != self.state.run_name:
-                    line = Text.assemble(f"[run {event.run}] ", line)
-                # Stepping chunk by chunk pauses before every chunk: one line per call, updated.
-                key = (("paused", event.run, event.session, event.call_index)
-                       if isinstance(event, ev.CallPaused) else None)
-                self.live_pane.log_event(line, key=key)
-        try:
-            self._paint(names)
-        except NoMatches:
-            return  # the main screen's widgets only go away while the app shuts down
-        waiters, self._flushed = self._flushed, asyncio.Event()
-        waiters.set()
-
-    def log_in_order(self, line: str | Text) -> None:
-        """Log a line after the engine events still buffered, so the event log reads in order."""
-        if self._pending:
-            if self._flush_timer is not None:
-                self._flush_timer.stop()
-            self.flush()
-        self.live_pane.log_event(line)
-
-    def _paint(self, names: list[str]) -> None:
-        engine = self.state.engine
+    def paint(self, names: list[str], events: list[ev.EngineEvent]) -> None:
+        engine, state = self.state.engine, self.state
         self._follow_first_bound_run()
-        run = self.state.run_name
-        state = engine.state(run)
-        self.header.show(
-            scenario=str(self.state.options.scenario), url=self.state.url_label, state=state,
-            breakpoints=len(engine.breakpoints_of(run)), paused=len(engine.paused_sessions(run)),
-            untimed=self.state.untimed_logs(), loaded=self.state.scenario is not None,
-            flight=flight_summary(state), runs=self.state.runs(),
-        )
-        self.scripts_view.set_live(state, engine.breakpoints_of(run))
-        self.live_pane.set_state(state, names, [engine.state(r) for r in engine.bound_runs()])
+        run = engine.state(state.run_name)
+        state.last_state = run
+        recording = record_facts(state)
+        if recording is not None:
+            self.header.show_recording(recording)
+        else:
+            self.header.show(replay_facts(state, run, self._diverged.earliest(state, run)))
+        self.scripts_view.set_live(run, engine.breakpoints_of(run.run))
+        self.live_pane.set_state(run, names, [engine.state(r) for r in engine.bound_runs()])
+        self.live_pane.set_hint(connect_hint(state))
         self.show_selected()
+        self._update_footer()
+
+    def _update_footer(self) -> None:
+        """The keys that act now: from the state, the focused pane and the zoom."""
+        if isinstance(self.focused, Input):
+            self.footer.set_moments((SEARCH,), always=False)
+            return
+        now = situation(self.state, self.panes.focused(self.focused))
+        self.footer.set_moments(moments(now), {"zoom": "Restore"} if self.panes.zoomed else {})
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self._focus_moved()
+
+    def on_descendant_blur(self, event: DescendantBlur) -> None:
+        self._focus_moved()
+
+    def _focus_moved(self) -> None:
+        if self._panes is not None and self._widgets is not None:
+            self._update_footer()
+            self.banner.refresh()
 
     def _follow_first_bound_run(self) -> None:
         """Until the user picks a run, follow the first run that binds a session when the
@@ -249,14 +246,12 @@ class MainScreen(Screen[None]):
         self.log_line(Text(f"following run {run}", style="bold"))
         self.request_flush()
 
-    async def next_flush(self) -> None:
-        """Wait for the next repaint (tests await this instead of sleeping)."""
-        await self._flushed.wait()
-
     # -- selection -------------------------------------------------------------------------
 
-    @on(CallSelected)
-    def _call_selected(self, message: CallSelected) -> None:
+    def _cursor_moved(self) -> None:
+        # Watched, not messaged: the call pane changes in the same step as the scripts'
+        # cursor, so one screen update paints both (a key is on screen one frame sooner).
+        self.input_seen()
         self.show_selected()
 
     def _record(self, script_index: int, call_index: int) -> CallRecord | None:
@@ -272,35 +267,54 @@ class MainScreen(Screen[None]):
         return found
 
     def show_selected(self) -> None:
-        """Show the selected call in the call pane (nothing on a script header row); the pane's
-        title names it, so keys acting on the selection say on screen what they act on."""
+        """Show the selected call in the call pane (the script's facts on its header row); the
+        pane's title names it, so keys acting on the selection say on screen what they act on."""
         selected = self.scripts_view.selected()
         pane = self.call_pane
         scenario = self.state.scenario
         s, j = selected if selected is not None else (0, None)
-        if scenario is None or j is None or s >= len(scenario.scripts):
-            pane.border_title = "Call"
+        if scenario is None:
+            pane.set_title("Call")
+            pane.show_about(Text(nothing_selected(self.state)))
+            self.scripts_view.set_empty_text(empty_scripts(self.state))
+            return
+        if s >= len(scenario.scripts):
+            pane.set_title("Call")
             pane.show(None)
             return
-        pane.border_title = f"Call #{j} of [{s}] {scenario.scripts[s].recorded_id or '(no id)'}"
-        pane.show(CallView(scenario.scripts[s], s, j, self._record(s, j), self.state.chunks_served(s, j)))
+        state = self.state.last_state
+        ids = live_ids(state) if state is not None else {}
+        script = scenario.scripts[s]
+        if j is None:
+            binding = next((b for b in state.bindings if b.script_index == s), None) \
+                if state is not None else None
+            pane.set_title(f"Script [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}")
+            pane.show_about(script_facts(scenario, s, binding))
+            return
+        pane.set_title(f"Call #{j} of [{s}] {show_tokens(script.recorded_id, ids) or '(no id)'}")
+        pane.show(CallView(script, s, j, self._record(s, j), self.state.chunks_served(s, j), ids))
+
+    # -- panes -----------------------------------------------------------------------------
+
+    def action_focus_pane(self, step: int) -> None:
+        """Focus the next (1) or previous (-1) pane, straight to its list."""
+        self.panes.cycle(self.focused, step)
+
+    def action_pane(self, pane: str) -> None:
+        """Focus one pane by name."""
+        self.panes.focus(pane)
+
+    def action_zoom(self) -> None:
+        """Maximise the focused pane, or restore the layout."""
+        self.panes.toggle_zoom(self.focused)
+        self._update_footer()
 
     # -- stepping keys ---------------------------------------------------------------------
 
-    def _target(self, *, want: str | None = None) -> tuple[bool, str | None]:
-        """The session a key acts on: the one bound to the selected script, else the first
-        whose call is ``want`` (e.g. paused), else the first with a call in flight."""
-        bindings = [b for b in self.state.engine.state(self.state.run_name).bindings
-                    if b.call_index is not None]
-        selected = self.scripts_view.selected()
-        if selected is not None:
-            for b in bindings:
-                if b.script_index == selected[0] and (want is None or b.status == want):
-                    return True, b.session
-        for b in bindings:
-            if want is None or b.status == want:
-                return True, b.session
-        return False, None
+    def _target(self, *, want: str | None = None) -> BindingState | None:
+        """The session a key acts on (see ``screenfacts.target_binding``)."""
+        return target_binding(self.state.engine.state(self.state.run_name),
+                              self.scripts_view.selected(), want)
 
     def action_tab(self, step: int) -> None:
         """Show the next or previous tab of the call pane."""
@@ -324,25 +338,33 @@ class MainScreen(Screen[None]):
 
     def action_pause(self) -> None:
         """Hold the selected session's streaming call before its next chunk."""
-        found, key = self._target(want="streaming")
-        if not found or not self.state.engine.pause(key, run=self.state.run_name):
+        target = self._target(want="streaming")
+        if target is None or not self.state.engine.pause(target.session, run=self.state.run_name):
             self.notify("No call is streaming.", severity="warning")
 
     def action_step(self, how: str) -> None:
-        """Release a paused call by one chunk, or to the end of the call."""
-        found, key = self._target(want="paused")
-        if not found or not self.state.engine.step(key, run=self.state.run_name,
-                                                   how=how):  # type: ignore[arg-type]
+        """Release a paused call by one chunk, or to the end of the call; the call pane follows
+        the call stepped (by chunk: its chunks, the one released highlighted)."""
+        target = self._target(want="paused")
+        if target is None or not self.state.engine.step(target.session, run=self.state.run_name,
+                                                         how=how):  # type: ignore[arg-type]
             self.notify("No call is paused.", severity="warning")
+            return
+        assert target.call_index is not None
+        if self.scripts_view.selected() != (target.script_index, target.call_index):
+            self.scripts_view.select(target.script_index, target.call_index)
+        if how == "chunk":
+            self.call_pane.show_tab("chunks")
+        self.request_flush()
 
     def action_resume(self) -> None:
-        """Continue: the followed run back to run mode, every paused call of it released."""
+        """Continue: the followed run back to run mode, every paused call released."""
         self.state.engine.set_mode("run", run=self.state.run_name)
 
     def action_cancel(self) -> None:
         """Cancel the selected session's in-flight call (a hang or a paused stream)."""
-        found, key = self._target()
-        if not found or not self.state.engine.cancel(key, run=self.state.run_name):
+        target = self._target()
+        if target is None or not self.state.engine.cancel(target.session, run=self.state.run_name):
             self.notify("No call in flight to cancel.", severity="warning")
 
     def action_cancel_hanging(self) -> None:
@@ -360,12 +382,8 @@ class MainScreen(Screen[None]):
         self.follow_run(runs[(runs.index(self.state.run_name) + 1) % len(runs)])
 
     def action_pace(self, direction: int) -> None:
-        """Step the fixed pace faster (-1) or slower (+1)."""
-        ms = self.state.engine.pace.ms
-        steps = list(PACE_STEPS_MS)
-        index = min(range(len(steps)), key=lambda i: abs(steps[i] - ms))
-        index = min(max(index + direction, 0), len(steps) - 1)
-        self.state.engine.set_pace(Pace("fixed", steps[index]))
+        """One rung faster (-1) or slower (+1) on the pace ladder."""
+        self.state.engine.set_pace(step_pace(self.state.engine.pace, direction))
 
     def action_set_pace(self, mode: str, value: float) -> None:
         """Set the pace from the palette: fixed ``value`` ms, or recorded gaps at ``value`` speed."""
@@ -394,7 +412,7 @@ class MainScreen(Screen[None]):
         notes = [f"first divergence: {diverged}"] if diverged is not None else []
         loaded = self.state.scenario is not None
         text, _ = verdict_lines(problems, len(engine.scripts), notes, run=run, loaded=loaded)
-        self.live_pane.log_event(text.splitlines()[0])
+        self.log_line(text.splitlines()[0])
         self.app.push_screen(VerdictScreen(problems, len(engine.scripts), notes, run=run,
                                            loaded=loaded))
 
@@ -402,47 +420,21 @@ class MainScreen(Screen[None]):
 
     def action_search(self) -> None:
         """Open the search box (it filters the scripts and marks matches as you type)."""
-        bar = self.query_one(SearchBar)
-        bar.add_class("open")
-        bar.focus()
+        self.search.open()
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
-        self.apply_search(event.value)
-
-    def apply_search(self, text: str) -> int:
-        """Filter the scripts by ``text`` and mark it in the chunks and the event log; returns
-        the number of matching calls."""
-        text = text.strip()
-        matched = self.scripts_view.set_filter(text)
-        self.scripts_view.border_title = (f"Scripts — / {text} ({matched} call{'s' if matched != 1 else ''})"
-                                          if text else "Scripts")
-        self.query_one(ChunkList).set_search(text)
-        self.query_one(EventLog).set_search(text)
-        self.show_selected()
-        return matched
+        self.search.apply(event.value)
 
     @on(SearchBar.Closed)
     def _search_closed(self, event: SearchBar.Closed) -> None:
-        bar = self.query_one(SearchBar)
-        if event.cleared:
-            self.apply_search("")
-        bar.remove_class("open")
-        self.scripts_view.focus()
-
-    def _search_target(self) -> LineList:
-        focused = self.focused
-        if isinstance(focused, ChunkList | EventLog | ScriptsView):
-            return focused
-        return self.scripts_view
+        self.search.closed(event.cleared)
 
     def action_search_next(self, step: int = 1) -> None:
-        """Go to the next match in the focused list (the scripts unless chunks or log have focus)."""
-        target = self._search_target()
-        if not target.search_text:
-            self.notify("No search: press / first.", severity="warning", timeout=2)
-        elif not target.next_match(step):
-            self.notify(f"No match for {target.search_text!r} here.", severity="warning", timeout=2)
+        """Go to the next match in the focused list (the scripts unless another list has focus)."""
+        warning = self.search.step(self.focused, step)
+        if warning is not None:
+            self.notify(warning, severity="warning", timeout=2)
 
     def action_search_previous(self) -> None:
         """Go to the previous match in the focused list."""
@@ -452,3 +444,4 @@ class MainScreen(Screen[None]):
     def _detail(self, event: LineList.DetailRequested) -> None:
         event.stop()
         self.app.push_screen(DetailScreen(event.title, event.text))
+

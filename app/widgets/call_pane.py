@@ -1,18 +1,22 @@
-"""The call pane: assembled output, chunk list, live request vs recorded context, raw JSON."""
+"""The call pane: assembled output, chunk list, live request vs recorded context, raw JSON.
+
+Each tab is one list, and only the shown one can take focus, so the pane is one focus stop
+whose list is the tab on screen; the tabs are named in the pane's bottom border (``[`` / ``]``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher
 
 from replay_engine import CallRecord, SessionScript
 
@@ -26,8 +30,14 @@ from ..headless.callview import (
     pretty_arguments,
     read_recorded_context,
 )
+from ..headless.scriptinfo import show_tokens
 from .chunk_list import ChunkList, TextLines
+from .line_list import LineList
+from .rendered_lines import RenderedLines
 
+TABS = ("output", "chunks", "request", "raw")
+TAB_NAMES = {"output": "Output", "chunks": "Chunks", "request": "Request", "raw": "Raw"}
+NOTHING = "Select a call in the scripts pane (↑ ↓ there; Tab moves between panes)."
 MARK_STYLE = {"=": "green", "≠": "bold red", "+": "bold yellow", "-": "bold yellow"}
 
 
@@ -40,6 +50,8 @@ class CallView:
     call_index: int
     record: CallRecord | None
     served: int | None
+    live_ids: dict[int, str] | None = None
+    """The live id bound to each script (``{{session:N}}`` tokens read with it)."""
 
 
 class CallPane(Widget):
@@ -50,32 +62,61 @@ class CallPane(Widget):
         self.view: CallView | None = None
         self._dirty: set[str] = set()
         self._outcome: str | None = None
+        self._about: Text | None = None
+        self._shown_title = ""
         self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
         self.context_loaded = asyncio.Event()
         self.request_rows: list[tuple[str, str, str]] = []
         """The request tab's rows as plain text: (mark, live message, recorded message)."""
 
     def compose(self) -> ComposeResult:
-        with TabbedContent(initial="output", id="call-tabs"):
-            with TabPane("Output", id="output"), VerticalScroll():
-                yield Static("Select a call in the scripts pane.", id="output-text")
-            with TabPane("Chunks", id="chunks"):
-                yield ChunkList(id="chunk-list")
-            with TabPane("Request", id="request"), VerticalScroll():
-                yield Static("", id="request-text")
-            with TabPane("Raw", id="raw"):
-                yield TextLines(id="raw-lines")
+        with ContentSwitcher(initial="output", id="call-tabs"):
+            yield RenderedLines("Output", id="output")
+            yield ChunkList(id="chunks")
+            yield RenderedLines("Request", id="request")
+            yield TextLines(id="raw")
 
-    def cycle_tab(self, step: int) -> None:
-        """Switch to the next (1) or previous (-1) tab."""
-        tabs = ["output", "chunks", "request", "raw"]
-        current = tabs.index(self.active) if self.active in tabs else 0
-        self.query_one(TabbedContent).active = tabs[(current + step) % len(tabs)]
+    def on_mount(self) -> None:
+        self._name_tabs()
+        self.query_one("#output", RenderedLines).set_renderable(Text(NOTHING))
+
+    def set_title(self, title: str) -> None:
+        """Name what the pane shows (its border repaints only when the name changes)."""
+        if title != self._shown_title:
+            self._shown_title = title
+            self.border_title = title
 
     @property
     def active(self) -> str:
         """The id of the active tab."""
-        return self.query_one(TabbedContent).active or "output"
+        return self.query_one(ContentSwitcher).current or "output"
+
+    @property
+    def focus_list(self) -> LineList:
+        """The list of the tab on screen (the pane's focus stop)."""
+        return self.query_one(f"#{self.active}", LineList)
+
+    def show_tab(self, tab: str) -> None:
+        """Show ``tab``; focus moves with it when it was in the pane."""
+        if tab == self.active:
+            return
+        had_focus = self.has_focus_within
+        self.query_one(ContentSwitcher).current = tab
+        self._name_tabs()
+        self._render_tab(tab)
+        if had_focus:
+            self.focus_list.focus()
+
+    def cycle_tab(self, step: int) -> None:
+        """Switch to the next (1) or previous (-1) tab."""
+        current = TABS.index(self.active) if self.active in TABS else 0
+        self.show_tab(TABS[(current + step) % len(TABS)])
+
+    def _name_tabs(self) -> None:
+        active = self.active
+        names = [f"[reverse] {TAB_NAMES[t]} [/]" if t == active else f" {TAB_NAMES[t]} "
+                 for t in TABS]
+        self.border_subtitle = "".join(names) + r" \[ ] "
 
     def show(self, view: CallView | None) -> None:
         """Show a call (or nothing); called on selection and on live updates of the call."""
@@ -83,11 +124,13 @@ class CallPane(Widget):
             view is not None and self.view is not None
             and (view.script is self.view.script and view.script_index == self.view.script_index
                  and view.call_index == self.view.call_index)
+            and view.live_ids == self.view.live_ids
         )
         previous = self.view
-        if view is None and previous is None:
+        if view is None and previous is None and self._about is None:
             return  # still nothing selected
         self.view = view
+        self._about = None
         if same and previous is not None and view is not None and previous.record is view.record:
             # Only the served count moved: repaint the highlight, nothing else.
             self.query_one(ChunkList).set_served(view.served)
@@ -97,11 +140,17 @@ class CallPane(Widget):
             self._outcome = outcome
             return
         self._outcome = view.record.outcome if view is not None and view.record is not None else None
-        self._dirty = {"output", "chunks", "request", "raw"}
+        self._dirty = set(TABS)
         self._render_tab(self.active)
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self._render_tab(event.pane.id or "output")
+    def show_about(self, about: Text) -> None:
+        """Show facts about something that is not a call (a script row is selected)."""
+        if self._about is not None and about == self._about and self.view is None:
+            return
+        self.view = None
+        self._about = about
+        self._dirty = set(TABS)
+        self._render_tab(self.active)
 
     def _render_tab(self, tab: str) -> None:
         view = self.view
@@ -110,15 +159,16 @@ class CallPane(Widget):
             self.query_one(ChunkList).set_chunks(chunks, view.served if view else None)
         elif tab in self._dirty:
             if tab == "output":
-                self.query_one("#output-text", Static).update(self._output())
+                self.query_one("#output", RenderedLines).set_renderable(
+                    self._output, key=self._output_key())
             elif tab == "request":
-                self.query_one("#request-text", Static).update(self._request())
+                self.query_one("#request", RenderedLines).set_renderable(self._request())
             elif tab == "raw":
                 lines: list[str] = []
                 if view is not None:
                     item = view.script.entries[view.call_index]
-                    lines = json.dumps(item.to_json(with_origin=True), indent=2,
-                                       ensure_ascii=False).splitlines()
+                    text = json.dumps(item.to_json(with_origin=True), indent=2, ensure_ascii=False)
+                    lines = show_tokens(text, view.live_ids or {}).splitlines()
                 self.query_one(TextLines).set_lines(lines)
         self._dirty.discard(tab)
 
@@ -135,33 +185,44 @@ class CallPane(Widget):
                      style="dim")
         return title
 
+    def _output_key(self) -> Hashable | None:
+        """What the Output tab's lines depend on (None: do not keep them)."""
+        view = self.view
+        if view is None:
+            return None
+        ids = tuple(sorted((view.live_ids or {}).items()))
+        return (id(view.script.entries[view.call_index].entry), view.call_index, ids)
+
     def _output(self) -> RenderableType:
         view = self.view
         if view is None:
-            return Text("Select a call in the scripts pane.")
+            return self._about if self._about is not None else Text(NOTHING)
         item = view.script.entries[view.call_index]
         out = assemble(item)
+        ids = view.live_ids or {}
         parts: list[RenderableType] = [self._title()]
         for block in out.blocks:
             if block.kind == "tool-call":
                 head = f"── tool call {block.name or '?'}" + (f" ({block.call_id})" if block.call_id else "")
-                parts += [Text(head, style="bold cyan"), Text(pretty_arguments(block.text))]
+                parts += [Text(head, style="bold cyan"),
+                          Text(show_tokens(pretty_arguments(block.text), ids))]
             else:
                 style = "bold magenta" if block.kind == "reasoning" else "bold green"
                 parts += [Text(f"── {block.kind}", style=style),
-                          Text(block.text, style="italic" if block.kind == "reasoning" else "")]
+                          Text(show_tokens(block.text, ids),
+                               style="italic" if block.kind == "reasoning" else "")]
         if out.usage is not None:
             usage = " · ".join(f"{k} {v}" for k, v in out.usage.items())
             parts.append(Text(f"── usage: {usage}", style="yellow"))
         parts.append(Text(f"── finish: {out.finish or '-'}", style="bold"))
         if out.error:
-            parts.append(Text(f"── {out.error}", style="bold red"))
+            parts.append(Text(f"── {show_tokens(out.error, ids)}", style="bold red"))
         return Group(*parts)
 
     def _request(self) -> RenderableType:
         view = self.view
         if view is None:
-            return Text("Select a call in the scripts pane.")
+            return self._about if self._about is not None else Text(NOTHING)
         head = self._title()
         record = view.record
         if record is None:
@@ -209,9 +270,11 @@ class CallPane(Widget):
             items = [ContextItem("error", f"cannot read {file}: {exc.strerror}")]
         self._context_cache[key] = items
         if self.active == "request":
-            self.query_one("#request-text", Static).update(self._request())
+            self.query_one("#request", RenderedLines).set_renderable(self._request())
         self.context_loaded.set()
 
     def forget_context(self) -> None:
-        """Drop cached recorded context (after a reload the logs may have changed)."""
+        """Drop cached recorded context and rendered output (after a reload the logs may have
+        changed)."""
         self._context_cache.clear()
+        self.query_one("#output", RenderedLines).forget()

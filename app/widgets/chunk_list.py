@@ -14,8 +14,23 @@ TYPE_STYLE = {"text-delta": "green", "reasoning-delta": "magenta", "tool-call-de
               "finish": "bold", "usage": "yellow"}
 
 
+FIRST_FIELDS = ("text", "argumentsDelta", "name", "reason", "usage")
+"""A chunk's fields read first, after its type: what it carries before where it goes."""
+
+
+def chunk_row(chunk: dict[str, Any]) -> str:
+    """A chunk on one line: its type, then its fields as compact JSON, payload first (nothing
+    is left out: the row is the chunk, reordered for reading)."""
+    rest = {k: chunk[k] for k in FIRST_FIELDS if k in chunk}
+    rest.update((k, v) for k, v in chunk.items() if k != "type" and k not in rest)
+    body = json.dumps(rest, ensure_ascii=False, separators=(", ", ": ")) if rest else ""
+    return f"{chunk.get('type', '?')} {body}".rstrip()
+
+
 class ChunkList(LineList):
-    """One row per chunk as compact JSON; the chunk served last is highlighted."""
+    """One row per chunk, type first; the chunk served last is highlighted and kept on screen."""
+
+    DEFAULT_CSS = "ChunkList { overflow-x: hidden; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -28,11 +43,12 @@ class ChunkList(LineList):
             self._chunks = chunks
             self._cache.clear()
             self.cursor = 0
+        self.set_rows(len(chunks), width=1)
         self.set_served(served)
-        self.set_rows(len(chunks), width=400)
 
     def set_served(self, served: int | None) -> None:
-        """Highlight the last chunk served (live calls only)."""
+        """Highlight the last chunk served (live calls only) and keep it on screen, with the
+        chunk after it when there is room (what the next step releases)."""
         old = self.highlight
         self.highlight = served - 1 if served else None
         if old != self.highlight:
@@ -40,7 +56,9 @@ class ChunkList(LineList):
                 self.refresh_row(old)
             if self.highlight is not None:
                 self.refresh_row(self.highlight)
+                self.scroll_to_row(min(self.highlight + 1, max(self._count - 1, 0)))
                 self.scroll_to_row(self.highlight)
+                self.move_to(self.highlight)
 
     def detail(self, index: int) -> tuple[str, str | Text] | None:
         if not self._chunks:
@@ -54,8 +72,8 @@ class ChunkList(LineList):
         line = self._cache.get(index)
         chunk = self._chunks[index]
         if line is None:
-            line = self._cache[index] = json.dumps(chunk, ensure_ascii=False)
-        text = Text(f"{index:>5} ", style="dim")
+            line = self._cache[index] = chunk_row(chunk)
+        text = Text(f"{index:>{len(str(max(self._count - 1, 0)))}} ", style="dim")
         text.append(line, style=TYPE_STYLE.get(str(chunk.get("type")), ""))
         return text
 

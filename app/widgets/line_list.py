@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ..headless.search import parse_query
 from ..keymap import LIST_KEYS, bindings
@@ -34,6 +35,8 @@ class LineList(ScrollView, can_focus=True):
     """Rows wider than the list end in ``…`` (Enter shows them whole)."""
     cursor_when_blurred = True
     """Whether the selected row stays marked (dimmer) while another pane has focus."""
+    empty_text = ""
+    """What the first row says while the list has no rows."""
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
     """Index of the highlighted row."""
@@ -81,11 +84,23 @@ class LineList(ScrollView, can_focus=True):
         self._count = count
         self._width = width
         self._strips.clear()
-        if self.virtual_size != Size(width, count):
-            self.virtual_size = Size(width, count)
+        size = Size(width, count)
+        if self.virtual_size != size:
+            # Setting ``virtual_size`` lays the whole screen out again (tens of ms under load, on
+            # every key that shows another call). Only a scrollbar that appears or goes needs
+            # that, and ``_scroll_update`` asks for it then; a new length only repaints the
+            # scrollbar (Textual's own resize path sets the size this way).
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
         if self.cursor >= count:
             self.cursor = max(count - 1, 0)
         self.refresh()
+
+    def set_empty_text(self, text: str) -> None:
+        """What the first row says while the list has no rows."""
+        if text != self.empty_text:
+            self.empty_text = text
+            self.refresh()
 
     def row_text(self, index: int) -> Text:
         """The text of one row (override)."""
@@ -138,11 +153,16 @@ class LineList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = y + scroll_y
-        width = self.size.width
+        width = self.scrollable_content_region.width
         base = self._base
         if base is None:
             base = self._base = self.rich_style
         if index >= self._count:
+            if index == 0 and self.empty_text:
+                empty = Text(self.empty_text, style="italic dim", end="")
+                empty.truncate(width, overflow="ellipsis")
+                return Strip(Segment.apply_style(list(empty.render(self.app.console)), base)
+                             ).crop_extend(0, width, base)
             return Strip.blank(width, base)
         selected = self.show_cursor and index == self.cursor
         key = self.row_key(index)
@@ -163,7 +183,8 @@ class LineList(ScrollView, can_focus=True):
             text.stylize(MATCH_STYLE)
         if self.highlight == index:
             row_style = HIGHLIGHT_STYLE
-        if selected and (self.has_focus or self.cursor_when_blurred):
+        if selected and (self.has_focus or self.cursor_when_blurred and row_style is None):
+            # a highlighted row (the chunk served last) keeps its colour under a blurred cursor
             row_style = CURSOR_STYLE if self.has_focus else CURSOR_BLUR_STYLE
         if row_style is not None:
             text.pad_right(max(width + scroll_x - len(text), 0))
@@ -176,22 +197,31 @@ class LineList(ScrollView, can_focus=True):
             self._strips[cache_key] = strip
         return strip
 
+    @property
+    def visible_rows(self) -> int:
+        """Rows on screen (a horizontal scrollbar's row not counted)."""
+        return max(self.scrollable_content_region.height, 1)
+
     def refresh_row(self, index: int) -> None:
         """Repaint one row if it is visible."""
         y = index - self.scroll_offset.y
-        if 0 <= y < self.size.height:
+        if 0 <= y < self.visible_rows:
             self.refresh_line(y)
 
     def watch_cursor(self, old: int, new: int) -> None:
         self.refresh_row(old)
         self.refresh_row(new)
         self.scroll_to_row(new)
-        self.post_message(self.Highlighted(self, new))
+        self.highlighted(new)
+
+    def highlighted(self, index: int) -> None:
+        """The cursor moved to ``index``: say so (override to post a message of your own)."""
+        self.post_message(self.Highlighted(self, index))
 
     def scroll_to_row(self, index: int) -> None:
         """Scroll so that ``index`` is visible."""
         top = self.scroll_offset.y
-        height = max(self.size.height, 1)
+        height = self.visible_rows
         if index < top:
             self.scroll_to(y=index, animate=False, immediate=True)
         elif index >= top + height:
@@ -206,7 +236,7 @@ class LineList(ScrollView, can_focus=True):
         self.move_to(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
-        self.move_to(self.cursor + direction * max(self.size.height - 1, 1))
+        self.move_to(self.cursor + direction * max(self.visible_rows - 1, 1))
 
     def action_jump(self, where: int) -> None:
         self.move_to(self._count - 1 if where < 0 else where)

@@ -10,7 +10,8 @@ from textual.containers import Vertical
 
 from replay_engine import BindingState, RunState
 
-from .event_log import EventLog
+from ..headless.scriptinfo import bound_words
+from .event_log import EventLog, LiveList
 from .line_list import LineList
 from .scripts_view import STATUS_STYLE
 
@@ -24,11 +25,12 @@ RUN_WIDTH = 10
 """The run column, shown once a session of another run than the followed one is bound."""
 
 
-class SessionList(LineList):
+class SessionList(LiveList):
     """One row per bound session (virtual: repainting it never re-lays out the screen).
 
     The columns most needed come first (key, cursor, state), the script last, so a narrow pane
-    cuts the least useful part; Enter shows a row whole (a hang's readyFile included)."""
+    cuts the least useful part; Enter shows a row whole (a hang's readyFile included). With no
+    session bound, its rows say how to connect one."""
 
     cursor_when_blurred = False
 
@@ -36,10 +38,13 @@ class SessionList(LineList):
         super().__init__(id=id)
         self.rows: list[tuple[BindingState, str]] = []
         self.with_run = False
+        self.hint: list[str] = ["no session bound yet"]
+        """What the list says while no session is bound (how to connect one)."""
 
     def row_text(self, index: int) -> Text:
         if not self.rows:
-            return Text("no session bound yet", style="dim")
+            line = self.hint[index] if index < len(self.hint) else ""
+            return Text(line, style="italic" if index else "bold yellow")
         run = f"{'run':<{RUN_WIDTH}} " if self.with_run else ""
         if index == 0:
             return Text(f"{run}{'session':<{KEY_WIDTH}} {'cursor':>{CURSOR_WIDTH}}  "
@@ -52,10 +57,16 @@ class SessionList(LineList):
         return text
 
     def detail(self, index: int) -> tuple[str, str | Text] | None:
-        if index == 0 or not self.rows:
+        if not self.rows:
+            return self.detail_of_hint()
+        if index == 0:
             return None
         b, _ = self.rows[index - 1]
         return f"Session {b.session if b.session is not None else '(anonymous)'}", session_detail(b)
+
+    def detail_of_hint(self) -> tuple[str, str | Text] | None:
+        """The connection hint whole (Enter on it while no session is bound)."""
+        return "No session bound yet", "\n".join(self.hint)
 
 
 def session_detail(b: BindingState) -> str:
@@ -63,7 +74,8 @@ def session_detail(b: BindingState) -> str:
     lines = [f"session    {b.session if b.session is not None else '(anonymous)'}",
              f"script     [{b.script_index}]",
              f"cursor     {b.cursor}/{b.length}",
-             f"state      {b.status}"]
+             f"state      {b.status}",
+             f"bound      {bound_words(b)}"]
     if b.call_index is not None:
         lines.append(f"call       #{b.call_index}, {b.chunks_served} chunk(s) served")
     if b.ready_file:
@@ -87,11 +99,11 @@ def session_row(b: BindingState, names: list[str], run: str | None = None) -> st
         status += " aborted " + ",".join(f"#{j}" for j in b.aborted)
     tail = f"  readyFile {b.ready_file}" if b.ready_file else ""
     return (f"{prefix}{key:<{KEY_WIDTH}} {f'{b.cursor}/{b.length}':>{CURSOR_WIDTH}}  "
-            f"{status:<{STATE_WIDTH}} {script}{tail}")
+            f"{status:<{STATE_WIDTH}} {script} by {b.rule}{tail}")
 
 
 class LivePane(Vertical):
-    """Sessions on top, events below."""
+    """Sessions on top, events below: one focus stop, ← / → between the two lists."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -100,15 +112,51 @@ class LivePane(Vertical):
         self.sessions: list[str] = []
         """Plain text of each bound-session row (what the list shows)."""
         self._last_key: object = None
+        self._on_sessions = False
 
     def compose(self) -> ComposeResult:
         yield SessionList(id="sessions")
         yield EventLog(id="event-log", max_lines=LOG_LINES)
 
     def on_mount(self) -> None:
-        view = self.query_one(SessionList)
-        view.set_rows(1)
-        view.styles.height = 1
+        self._size_sessions()
+
+    @property
+    def session_list(self) -> SessionList:
+        """The bound sessions."""
+        return self.query_one(SessionList)
+
+    @property
+    def focus_list(self) -> LineList:
+        """The list the pane's focus stop lands on (the event log unless the user went to the
+        sessions)."""
+        return self.session_list if self._on_sessions else self.event_log
+
+    def on_live_list_switch_requested(self, message: LiveList.SwitchRequested) -> None:
+        message.stop()
+        self._on_sessions = message.list is not self.session_list
+        self.focus_list.focus()
+
+    def on_descendant_focus(self) -> None:
+        focused = self.screen.focused
+        if focused is self.session_list or focused is self.event_log:
+            self._on_sessions = focused is self.session_list
+
+    def set_hint(self, lines: list[str]) -> None:
+        """What the sessions list says while no session is bound."""
+        view = self.session_list
+        if lines != view.hint:
+            view.hint = lines
+            if not view.rows:
+                self._size_sessions()
+                view.refresh()
+
+    def _size_sessions(self) -> None:
+        view = self.session_list
+        count = len(view.rows) + 1 if view.rows else len(view.hint)
+        if count != view.row_count:
+            view.set_rows(count)
+            view.styles.height = min(count, SESSION_ROWS)
 
     def set_state(self, state: RunState, names: list[str],
                   others: Sequence[RunState] = ()) -> None:
@@ -118,31 +166,41 @@ class LivePane(Vertical):
         runs = [state, *(s for s in others if s.run != state.run)]
         rows = [(b, session_row(b, names, s.run if with_run else None))
                 for s in runs for b in s.bindings]
-        self.sessions = [plain for _, plain in rows]
-        view = self.query_one(SessionList)
-        view.with_run = with_run
+        sessions = [plain for _, plain in rows]
+        view = self.session_list
+        before = view.rows
+        self.sessions = sessions
         view.rows = rows
-        count = len(rows) + 1 if rows else 1
-        if count != view.row_count:
-            view.set_rows(count)
-            view.styles.height = min(count, SESSION_ROWS)
-        else:
+        if len(rows) != len(before) or with_run != view.with_run:
+            view.with_run = with_run
+            self._size_sessions()
             view.refresh()
+            return
+        for i, ((b, plain), (old, old_plain)) in enumerate(zip(rows, before, strict=True)):
+            if plain != old_plain or b.status != old.status:
+                view.refresh_row(i + 1)  # row 0 is the column header
 
     def log_event(self, line: str | Text, *, key: object = None) -> None:
         """Append one line to the event log; a line with the same ``key`` as the newest line
         replaces it (a call stepped chunk by chunk keeps one line, not one per chunk)."""
-        replace = key is not None and key == self._last_key
-        self._last_key = key
-        plain = line.plain if isinstance(line, Text) else line
-        if replace and self.lines:
-            self.lines[-1] = plain
-        else:
-            self.lines.append(plain)
+        self.log_events([(line, key)])
+
+    def log_events(self, lines: list[tuple[str | Text, object]]) -> None:
+        """Append lines (each with its ``key``, as ``log_event``), repainting the log once."""
+        written: list[tuple[str | Text, bool]] = []
+        for line, key in lines:
+            replace = key is not None and key == self._last_key
+            self._last_key = key
+            plain = line.plain if isinstance(line, Text) else line
+            if replace and self.lines:
+                self.lines[-1] = plain
+            else:
+                self.lines.append(plain)
+            written.append((line, replace))
         if len(self.lines) > LOG_LINES:
             del self.lines[: len(self.lines) - LOG_LINES]
         for view in self.query(EventLog):  # none while the app shuts down
-            view.write(line, replace=replace)
+            view.write_many(written)
 
     @property
     def event_log(self) -> EventLog:

@@ -4,30 +4,59 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from rich.text import Text
 
 from replay_engine import BindingState, RunState, SessionScript, entry_to_json, summarize_entry
 
+from ..headless.scriptinfo import live_ids, show_tokens, source_label
 from ..headless.search import CallFacts, Query, call_facts, call_matches, parse_query
 from ..messages import CallSelected
 from .line_list import LineList
 
+MARKS_WIDTH = 4
+"""Breakpoint, live position, served, diverged."""
+INDEX_WIDTH = 5
 KEY_WIDTH = 5
 KIND_WIDTH = 6
 ORIGIN_WIDTH = 8
 FINISH_WIDTH = 16
+SUMMARY_WIDTH = 50
+ROW_WIDTH = (MARKS_WIDTH + INDEX_WIDTH + KEY_WIDTH + 1 + KIND_WIDTH + 1 + ORIGIN_WIDTH + 1
+             + FINISH_WIDTH + 1 + SUMMARY_WIDTH)
+"""Cells a call row needs whole (the side-by-side layout gives the pane this much, within
+limits, so summaries are not cut)."""
 KIND_STYLE = {"chunks": "green", "throw": "bold red", "hang": "bold magenta"}
 ORIGIN_STYLE = {"derived": "dim", "patched": "yellow", "replaced": "cyan", "appended": "blue"}
 STATUS_STYLE = {"streaming": "bold green", "paused": "bold yellow", "hanging": "bold red",
                 "idle": "cyan"}
 
 
-def _live_key(b: BindingState) -> Hashable:
+def _live_key(b: BindingState | None) -> Hashable:
     """What of a binding the rows show (a change repaints them)."""
+    if b is None:
+        return None
     return (b.session, b.cursor, b.call_index, b.status, b.aborted, b.unfinished, b.diverged)
+
+
+def _moved_calls(before: BindingState, after: BindingState) -> set[int]:
+    """The calls whose marks differ between two states of one binding."""
+    low, high = sorted((before.cursor, after.cursor))
+    moved = set(range(low, high + 1))
+    moved |= {j for j in (before.call_index, after.call_index) if j is not None}
+    for old, new in ((before.unfinished, after.unfinished), (before.diverged, after.diverged)):
+        moved |= set(old) ^ set(new)
+    return moved
+
+
+def _call_marks(b: BindingState | None, j: int) -> Hashable:
+    """What of a binding one call row shows."""
+    if b is None:
+        return None
+    return (j < b.cursor, j == b.cursor, b.status if b.call_index == j else None,
+            j in b.unfinished, j in b.diverged)
 
 
 def cell(text: str, width: int) -> str:
@@ -41,11 +70,17 @@ class ScriptsView(LineList):
     """Rows: a header per script, then its calls with turn/step key, kind, origin, finish and
     summary. A search filter hides the calls that do not match (and scripts with none)."""
 
+    DEFAULT_CSS = f"ScriptsView {{ width: {ROW_WIDTH + 2}; max-width: 55%; }}"
+    """Side by side, the pane is as wide as a whole call row (and its border), within limits."""
+    empty_text = "no scripts: nothing is loaded (the banner above says why)"
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.scripts: list[SessionScript] = []
         self._offsets: list[int] = []
         self._live: dict[int, BindingState] = {}
+        self._ids: dict[int, str] = {}
+        """The live id bound to each script (``{{session:N}}`` tokens read with it)."""
         self._breakpoints: frozenset[tuple[int, int]] = frozenset()
         self._summaries: dict[tuple[int, int], dict[str, Any]] = {}
         self._facts: dict[tuple[int, int], CallFacts] = {}
@@ -123,14 +158,40 @@ class ScriptsView(LineList):
         return self._visible is not None and self.locate(index)[1] is not None
 
     def set_live(self, state: RunState, breakpoints: frozenset[tuple[int, int]]) -> None:
-        """The run's bindings and the breakpoints; repaints only what is on screen."""
+        """The run's bindings and the breakpoints; repaints only the rows whose marks moved
+        (while many sessions stream, a whole-pane repaint on every frame would be the
+        debugger's biggest cost)."""
         live = {b.script_index: b for b in state.bindings}
-        signature = {s: _live_key(b) for s, b in live.items()}
-        old = {s: _live_key(b) for s, b in self._live.items()}
+        previous = self._live
         self._live = live
-        if signature != old or breakpoints != self._breakpoints:
+        ids = live_ids(state)
+        if ids != self._ids or breakpoints != self._breakpoints:
+            self._ids = ids
             self._breakpoints = breakpoints
+            self._strips.clear()
             self.refresh()
+            return
+        for script in set(live) | set(previous):
+            before, after = previous.get(script), live.get(script)
+            if before is None or after is None:
+                if _live_key(before) != _live_key(after):
+                    self._refresh_script(script, None)
+            elif _live_key(before) != _live_key(after):
+                self._refresh_script(script, _moved_calls(before, after))
+
+    def _refresh_script(self, script: int, calls: Iterable[int] | None) -> None:
+        """Repaint a script's header row and ``calls`` (None: every call) when on screen."""
+        if script >= len(self.scripts):
+            return
+        header = self.row_of(script, None)
+        if header is not None:
+            self.refresh_row(header)
+        count = len(self.scripts[script].entries)
+        for j in range(count) if calls is None else calls:
+            if 0 <= j < count:
+                row = self.row_of(script, j)
+                if row is not None:
+                    self.refresh_row(row)
 
     # -- selection ---------------------------------------------------------------------
 
@@ -172,10 +233,10 @@ class ScriptsView(LineList):
         self.move_to(row)
         return True
 
-    def on_line_list_highlighted(self, message: LineList.Highlighted) -> None:
-        message.stop()
+    def highlighted(self, index: int) -> None:
+        # Straight to the screen: one message, not a Highlighted to itself and then this.
         if self.row_count:
-            self.post_message(CallSelected(*self.locate(message.index)))
+            self.post_message(CallSelected(*self.locate(index)))
 
     # -- rendering ---------------------------------------------------------------------
 
@@ -184,14 +245,16 @@ class ScriptsView(LineList):
         key = (s, j)
         cached = self._summaries.get(key)
         if cached is None:
-            cached = self._summaries[key] = summarize_entry(self.scripts[s].entries[j], width=50)
+            cached = self._summaries[key] = summarize_entry(self.scripts[s].entries[j],
+                                                            width=SUMMARY_WIDTH)
         return cached
 
     def row_key(self, index: int) -> Hashable:
         s, j = self.locate(index)
         b = self._live.get(s)
-        live = _live_key(b) if b is not None else None
-        return (live, j is not None and (s, j) in self._breakpoints)
+        if j is None:
+            return ("header", _live_key(b))
+        return (_call_marks(b, j), (s, j) in self._breakpoints)
 
     def row_text(self, index: int) -> Text:
         s, j = self.locate(index)
@@ -222,7 +285,7 @@ class ScriptsView(LineList):
         text.append(cell(info["kind"], KIND_WIDTH), style=KIND_STYLE.get(info["kind"], ""))
         text.append(cell(info["origin"], ORIGIN_WIDTH), style=ORIGIN_STYLE.get(info["origin"], ""))
         text.append(cell(info["finish"] or "-", FINISH_WIDTH), style="italic")
-        text.append(info["summary"])
+        text.append(show_tokens(info["summary"], self._ids))
         return text
 
     def detail(self, index: int) -> tuple[str, str | Text] | None:
@@ -244,13 +307,15 @@ class ScriptsView(LineList):
         text = Text()
         role = "primary" if script.primary else "child"
         text.append(f"[{s}] {role} ", style="bold")
-        text.append(script.recorded_id or "(no id)", style="bold cyan")
+        text.append(show_tokens(script.recorded_id, self._ids) or "(no id)", style="bold cyan")
         if binding is not None:
             key = binding.session if binding.session is not None else "(anonymous)"
             text.append(f" ← {key} {binding.cursor}/{binding.length} {binding.status}",
                         style=STATUS_STYLE[binding.status])
         calls = len(script.entries)
         text.append(f" · {calls} call{'s' if calls != 1 else ''}", style="dim")
+        source = source_label(script)
+        text.append(f" · {source}" if source else " · sidecar only", style="dim")
         text.append(f" · createdAt {script.created_at:.0f} · seedLength {script.seed_length:g}",
                     style="dim")
         if full and script.file:

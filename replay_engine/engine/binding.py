@@ -81,7 +81,7 @@ def bind_call(
         run.bindings[session_id] = binding
         if session_id is not None:
             run.live_ids[claim[0]] = session_id
-        emit(ev.SessionBound(run.name, session_id, binding.script_index))
+        emit(ev.SessionBound(run.name, session_id, binding.script_index, binding.rule))
     script = scripts[binding.script_index] if binding.script_index < len(scripts) else None
     length = len(script.entries) if script is not None else 0
     if script is None or binding.cursor >= length:

@@ -39,6 +39,10 @@ class SessionBound(EngineEvent):
 
     session: str | None
     script_index: int
+    rule: str = "order"
+    """How it claimed the script: ``announced`` (its parent named it), ``content`` (its first
+    request matched the script's first call) or ``order`` (the first unclaimed script); the
+    journal's ``boundBy``."""
 
 
 @dataclass(frozen=True, slots=True)

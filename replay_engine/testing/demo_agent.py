@@ -11,30 +11,36 @@ are in place; throw calls are expected to fail with their scripted code.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
-from ..errors import ABORTED, BINDING_CODES, ConfigError, ServerUnreachableError
+from ..errors import ABORTED, BINDING_CODES, ServerUnreachableError
 from ..wire.dialect import failure_of
-from .demo_gemini import GEMINI_FINISH, stream_gemini
-from .demo_result import Streamed as _Streamed
+from .demo_gemini import GEMINI_FINISH
+from .demo_result import Streamed
+from .demo_wires import (
+    DEMO_DIALECTS,
+    DemoClients,
+    check_dialect,
+    describe,
+    server_root,
+    short,
+    unreachable,
+)
+
+__all__ = ["DEMO_DIALECTS", "CallOutcome", "DemoResult", "run_demo_agent"]
 
 HANG_TIMEOUT_S = 10.0
 """How long to wait for a hang call to be in place, and for its stream to end once cancelled."""
 
 POLL_S = 0.02
 """Polling interval while waiting for a hang's readyFile or state (no event crosses HTTP)."""
-
-DEMO_DIALECTS = ("openai", "anthropic", "responses", "gemini")
-"""The wires the demo agent can drive: chat completions, Anthropic Messages, OpenAI Responses,
-Google Gemini."""
 
 FINISH_REASONS: dict[str, dict[str, str]] = {
     "openai": {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"},
@@ -118,26 +124,15 @@ def _expected_finish(chunks: list[dict[str, Any]], dialect: str = "openai") -> s
     return None
 
 
-def _short(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 class _Driver:
     """Drives the scripts of one server run; holds the clients and the result."""
 
     def __init__(self, base_url: str, *, delay_ms: int, ready_dir: str | None, run: str | None,
                  out: Callable[[str], None], hang_timeout: float = HANG_TIMEOUT_S,
                  dialect: str = "openai") -> None:
-        if dialect not in DEMO_DIALECTS:
-            raise ConfigError(f"unknown demo-agent dialect {dialect!r}; "
-                             f"choose one of {', '.join(DEMO_DIALECTS)}")
+        check_dialect(dialect)
         self.dialect = dialect
-        root = base_url.strip().rstrip("/")
-        if root and "://" not in root:
-            root = "http://" + root  # "127.0.0.1:8765" as printed by some tools
-        if root.endswith("/v1"):
-            root = root[: -len("/v1")]
+        root = server_root(base_url)
         self.server = root
         self.prefix = f"{root}/runs/{run}" if run else root
         self.delay_s = max(delay_ms, 0) / 1000
@@ -146,32 +141,10 @@ class _Driver:
         self.out = out
         self.result = DemoResult()
         self.http = httpx.AsyncClient(timeout=30.0)
-        import openai  # imported here: it costs most of the CLI's start-up time
-
-        self.client = openai.AsyncOpenAI(api_key="replay", base_url=f"{self.prefix}/v1",
-                                         max_retries=0, timeout=60.0)
-        self.anthropic: Any = None
-        if dialect == "anthropic":
-            import anthropic
-
-            self.anthropic = anthropic.AsyncAnthropic(api_key="replay", base_url=self.prefix,
-                                                      max_retries=0, timeout=60.0)
-        self.gemini: Any = None
-        if dialect == "gemini":
-            from google import genai
-            from google.genai import types
-
-            self.gemini = genai.Client(api_key="replay", http_options=types.HttpOptions(
-                base_url=self.prefix, timeout=60_000))
-        self.model = "replay-demo"
+        self.wire = DemoClients(self.prefix, root, dialect)
 
     async def close(self) -> None:
-        await self.client.close()
-        if self.anthropic is not None:
-            await self.anthropic.close()
-        if self.gemini is not None:
-            await self.gemini.aio.aclose()
-            self.gemini.close()
+        await self.wire.close()
         await self.http.aclose()
 
     async def _get(self, route: str) -> Any:
@@ -179,7 +152,7 @@ class _Driver:
         try:
             response = await self.http.get(url)
         except httpx.TransportError as exc:
-            raise _unreachable(self.server, exc) from None
+            raise unreachable(self.server, exc) from None
         if response.status_code != 200:
             raise ServerUnreachableError(
                 f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay server? "
@@ -194,7 +167,7 @@ class _Driver:
         try:
             return await self.http.post(f"{self.prefix}{route}", json=body)
         except httpx.TransportError as exc:
-            raise _unreachable(self.server, exc) from None
+            raise unreachable(self.server, exc) from None
 
     async def run(self) -> DemoResult:
         document = await self._get("/replay/v1/scripts")
@@ -241,19 +214,16 @@ class _Driver:
     async def _pick_model(self) -> None:
         """Use the first model of the provider catalog when there is one."""
         try:
-            models = await self._get("/v1/models")
+            self.wire.pick_model(await self._get("/v1/models"))
         except ServerUnreachableError:
             return
-        data = models.get("data") if isinstance(models, dict) else None
-        if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
-            self.model = str(data[0]["id"])
 
     async def _drive(self, session: str, script_index: int, call_index: int, entry: Any,
                      messages: list[dict[str, Any]]) -> CallOutcome:
         kind = str(entry.get("kind", "?")) if isinstance(entry, dict) else "?"
         key = entry.get("callKey") if isinstance(entry, dict) else None
 
-        got = _Streamed()
+        got = Streamed()
 
         def done(ok: bool, outcome: str) -> CallOutcome:
             return CallOutcome(session, script_index, call_index, kind, ok, outcome, got.error_code,
@@ -262,7 +232,7 @@ class _Driver:
         if kind == "hang":
             ok, outcome, got = await self._drive_hang(session, entry, list(messages))
             return done(ok, outcome)
-        got = await self._stream(session, list(messages))
+        got = await self.wire.stream(session, list(messages))
         chunks = entry.get("chunks", []) if isinstance(entry, dict) else []
         finish = _expected_finish(chunks, self.dialect) if isinstance(chunks, list) else None
         if kind == "throw":
@@ -270,56 +240,56 @@ class _Driver:
             if got.error_code == code:
                 how = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
                 return done(True, f"threw {code} as scripted ({how})")
-            return done(False, f"expected the scripted error {code}, got {_describe(got)}")
+            return done(False, f"expected the scripted error {code}, got {describe(got)}")
         if got.error_code is not None and finish == f"error {got.error_code}":
             return done(True, f"ended with the recorded error finish {got.error_code} "
                               f"after {got.events} SSE event(s)")
         if got.error_code is not None:
-            return done(False, _describe(got))
+            return done(False, describe(got))
         problems: list[str] = []
         raw = str(entry)
         if "{{fromRequest:" not in raw:
             expected = _expected_text(chunks)
             if got.text != expected:
-                problems.append(f"text {_short(got.text)!r} differs from recorded {_short(expected)!r}")
+                problems.append(f"text {short(got.text)!r} differs from recorded {short(expected)!r}")
         if finish not in (None, got.finish, f"error {str(got.finish).upper()}"):
             problems.append(f"{FINISH_NAMES[self.dialect]} {got.finish} but recorded {finish}")
-        self._extend(messages, got)
-        summary = _describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)
+        self.wire.extend(messages, got)
+        summary = describe(got, recorded=len(chunks) if isinstance(chunks, list) else None)
         if problems:
             return done(False, summary + "; " + "; ".join(problems))
         return done(True, summary)
 
     async def _drive_hang(self, session: str, entry: dict[str, Any],
-                          messages: list[dict[str, Any]]) -> tuple[bool, str, _Streamed]:
+                          messages: list[dict[str, Any]]) -> tuple[bool, str, Streamed]:
         ready = entry.get("readyFile")
         path: Path | None = None
         stale = False
         if isinstance(ready, str) and ready:
             path = Path(ready) if os.path.isabs(ready) else self.ready_dir / ready
             stale = path.exists()  # left from an earlier run: only the state can tell
-        task = asyncio.create_task(self._stream(session, messages))
+        task = asyncio.create_task(self.wire.stream(session, messages))
         try:
             seen, where = await self._wait_hanging(session, task, None if stale else path)
             if task.done():
                 got = task.result()
-                return False, f"expected a hang, but the stream ended: {_describe(got)}", got
+                return False, f"expected a hang, but the stream ended: {describe(got)}", got
             response = await self._post("/replay/v1/cancel", {"sessionId": session})
             if response.status_code != 200:
-                return False, f"POST /replay/v1/cancel answered HTTP {response.status_code}", _Streamed()
+                return False, f"POST /replay/v1/cancel answered HTTP {response.status_code}", Streamed()
             got = await asyncio.wait_for(task, self.hang_timeout)
         finally:
             if not task.done():
                 task.cancel()
         if got.error_code != ABORTED:
-            return False, f"cancelled, but the stream ended with {_describe(got)} instead of ABORTED", got
+            return False, f"cancelled, but the stream ended with {describe(got)} instead of ABORTED", got
         if not seen:
             return False, (f"cancelled (ABORTED), but readyFile {path} never appeared"
                            + (f"; the server made it at {where}, pass --ready-dir" if where else "")), got
         how = f"readyFile {ready}" if path is not None and not stale else "state hanging"
         return True, f"hung ({how}), cancelled, ended ABORTED after {got.events} SSE event(s)", got
 
-    async def _wait_hanging(self, session: str, task: asyncio.Task[_Streamed],
+    async def _wait_hanging(self, session: str, task: asyncio.Task[Streamed],
                             path: Path | None) -> tuple[bool, str | None]:
         """Wait until the hang is in place: its readyFile exists, or (without one) the state says so.
 
@@ -348,146 +318,6 @@ class _Driver:
                 ready = binding.get("readyFile")
                 return binding.get("status") == "hanging", ready if isinstance(ready, str) else None
         return False, None
-
-    async def _stream(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
-        """One streamed call on the agent's dialect; ``messages`` is the chat-completions history."""
-        if self.dialect == "anthropic":
-            return await self._stream_messages(session, messages)
-        if self.dialect == "responses":
-            return await self._stream_responses(session, messages)
-        if self.dialect == "gemini":
-            try:
-                return await stream_gemini(self.gemini, self.model, session, messages)
-            except httpx.TransportError as exc:
-                raise _unreachable(self.server, exc) from None
-        return await self._stream_chat(session, messages)
-
-    async def _stream_messages(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
-        """``messages.stream(...)`` of the anthropic SDK; its final message is what counts."""
-        import anthropic
-
-        got = _Streamed()
-        try:
-            async with self.anthropic.messages.stream(
-                model=self.model, max_tokens=1024, messages=messages_request(messages),
-                extra_headers={"X-Session-Id": session},
-            ) as stream:
-                async for _event in stream:
-                    got.events += 1
-                message = await stream.get_final_message()
-        except anthropic.APIConnectionError as exc:
-            raise _unreachable(self.server, exc) from None
-        except anthropic.APIStatusError as exc:
-            body = exc.body if isinstance(exc.body, dict) else {}
-            error = body.get("error")
-            error = error if isinstance(error, dict) else {}
-            if exc.status_code >= 400:
-                got.status = exc.status_code
-            code = body.get("code")
-            got.error_code = str(code) if isinstance(code, str) and code else f"HTTP_{exc.status_code}"
-            got.error_message = str(error.get("message") or exc.message)
-            return got
-        for k, block in enumerate(message.content):
-            if block.type == "text":
-                got.text += block.text
-            elif block.type == "thinking":
-                got.reasoning += block.thinking
-            elif block.type == "tool_use":
-                got.tools[k] = {"id": block.id, "name": block.name,
-                                "arguments": json.dumps(block.input, separators=(",", ":"))}
-        got.finish = message.stop_reason
-        return got
-
-    async def _stream_responses(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
-        """``responses.stream(...)`` of the openai SDK; the terminal event's response counts."""
-        import openai
-
-        got = _Streamed()
-        final: Any = None
-        try:
-            async with self.client.responses.stream(
-                model=self.model, input=cast(Any, responses_input(messages)),
-                extra_headers={"X-Session-Id": session},
-            ) as stream:
-                async for event in stream:
-                    got.events += 1
-                    if event.type == "error":
-                        got.error_code = event.code or "ERROR"
-                        got.error_message = event.message
-                    elif event.type in ("response.completed", "response.incomplete",
-                                        "response.failed"):
-                        final = event.response
-        except openai.APIConnectionError as exc:
-            raise _unreachable(self.server, exc) from None
-        except openai.APIStatusError as exc:
-            got.status = exc.status_code
-            got.error_code = exc.code or f"HTTP_{exc.status_code}"
-            body = exc.body if isinstance(exc.body, dict) else {}
-            got.error_message = str(body.get("message") or exc.message)
-            return got
-        except openai.APIError as exc:
-            got.error_code = exc.code or "ERROR"
-            got.error_message = exc.message
-            return got
-        if got.error_code is not None or final is None:
-            if got.error_code is None:
-                got.error_code, got.error_message = "ERROR", "the stream ended without a response"
-            return got
-        if final.status == "failed" and final.error is not None:
-            got.error_code, got.error_message = final.error.code or "ERROR", final.error.message
-            return got
-        for k, item in enumerate(final.output):
-            if item.type == "message":
-                got.text += "".join(part.text for part in item.content if part.type == "output_text")
-            elif item.type == "reasoning":
-                got.reasoning += "".join(part.text for part in item.content or [])
-            elif item.type == "function_call":
-                got.tools[k] = {"id": item.call_id, "name": item.name, "arguments": item.arguments}
-        got.finish = str(final.status)
-        if final.status == "incomplete" and final.incomplete_details is not None:
-            got.finish += f" ({final.incomplete_details.reason})"
-        return got
-
-    async def _stream_chat(self, session: str, messages: list[dict[str, Any]]) -> _Streamed:
-        """``chat.completions.create(stream=True)`` of the openai SDK, deltas folded by hand."""
-        import openai
-
-        got = _Streamed()
-        try:
-            stream = await self.client.chat.completions.create(
-                model=self.model, messages=cast(Any, messages),
-                stream=True, extra_headers={"X-Session-Id": session},
-            )
-            async for chunk in stream:
-                got.events += 1
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta.content:
-                        got.text += delta.content
-                    reasoning = (delta.model_extra or {}).get("reasoning_content")
-                    if isinstance(reasoning, str):
-                        got.reasoning += reasoning
-                    for call in delta.tool_calls or []:
-                        slot = got.tools.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                        if call.id:
-                            slot["id"] = call.id
-                        if call.function is not None:
-                            # A recorded name may repeat on every delta: keep it, do not append.
-                            slot["name"] = call.function.name or slot["name"]
-                            slot["arguments"] += call.function.arguments or ""
-                    if choice.finish_reason:
-                        got.finish = choice.finish_reason
-        except openai.APIConnectionError as exc:
-            raise _unreachable(self.server, exc) from None
-        except openai.APIStatusError as exc:
-            got.status = exc.status_code
-            got.error_code = exc.code or f"HTTP_{exc.status_code}"
-            body = exc.body if isinstance(exc.body, dict) else {}
-            got.error_message = str(body.get("message") or exc.message)
-        except openai.APIError as exc:
-            got.error_code = exc.code or "ERROR"
-            got.error_message = exc.message
-        return got
 
     async def _answer(self, index: int, call_index: int, messages: list[dict[str, Any]],
                       recorded: str) -> None:
@@ -518,104 +348,11 @@ class _Driver:
             messages.append({"role": "user", "content":
                              f"Demo session {index} (recorded as {recorded or 'no id'}): go on."})
 
-    @staticmethod
-    def _extend(messages: list[dict[str, Any]], got: _Streamed) -> None:
-        """Add the assistant turn the call streamed (what the next request builds on)."""
-        message: dict[str, Any] = {"role": "assistant", "content": got.text or None}
-        calls: list[dict[str, Any]] = [
-            {"id": slot["id"] or f"call_{k}", "type": "function",
-             "function": {"name": slot["name"], "arguments": slot["arguments"]}}
-            for k, slot in sorted(got.tools.items())
-        ]
-        if calls:
-            message["tool_calls"] = calls
-        messages.append(message)
-
 
 FINISH_NAMES = {"openai": "finish_reason", "anthropic": "stop_reason", "responses": "status",
                 "gemini": "finishReason"}
 """What each dialect calls the way a call ended."""
 
-
-def _tool_input(arguments: str) -> Any:
-    try:
-        value = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def messages_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A chat-completions history as Messages API ``messages``: assistant text and tool_use
-    blocks; tool results as ``tool_result`` blocks of one user message."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if message.get("content"):
-                blocks.append({"type": "text", "text": message["content"]})
-            for call in message.get("tool_calls") or []:
-                blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-                               "input": _tool_input(call["function"]["arguments"])})
-            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
-        elif role == "tool":
-            block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                     "content": str(message.get("content") or "")}
-            last = out[-1] if out else None
-            if (last is not None and last["role"] == "user" and isinstance(last["content"], list)
-                    and all(b.get("type") == "tool_result" for b in last["content"])):
-                last["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
-        else:
-            out.append({"role": "user", "content": str(message.get("content") or "")})
-    return out
-
-
-def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A chat-completions history as Responses ``input`` items: messages, ``function_call``
-    items and ``function_call_output`` items."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant":
-            if message.get("content"):
-                out.append({"type": "message", "role": "assistant", "content": message["content"]})
-            for call in message.get("tool_calls") or []:
-                out.append({"type": "function_call", "call_id": call["id"],
-                            "name": call["function"]["name"],
-                            "arguments": call["function"]["arguments"]})
-        elif role == "tool":
-            out.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
-                        "output": str(message.get("content") or "")})
-        else:
-            out.append({"type": "message", "role": "user", "content": str(message.get("content") or "")})
-    return out
-
-
-def _describe(got: _Streamed, recorded: int | None = None) -> str:
-    """What the client got; ``recorded``: the call's recorded chunk count (the debugger's
-    "chunks"), given once the whole call was served."""
-    if got.error_code is not None:
-        where = f"HTTP {got.status}" if got.status else f"after {got.events} SSE event(s)"
-        return f"error {got.error_code} ({where}): {got.error_message}"
-    served = (f"{recorded} recorded chunk(s)" if recorded is not None
-              else f"{got.events} SSE event(s)")
-    parts = [served, f"finish {got.finish or '-'}"]
-    if got.text:
-        parts.append(repr(_short(got.text)))
-    if got.tools:
-        parts.append("tools " + ", ".join(t["name"] for t in got.tools.values()))
-    return ", ".join(parts)
-
-
-def _unreachable(server: str, exc: BaseException) -> ServerUnreachableError:
-    reason = str(exc) or type(exc).__name__
-    return ServerUnreachableError(
-        f"cannot reach the replay server at {server} ({reason}). Start one with "
-        "`dsh-replay serve SCENARIO` or `dsh-replay-tui SCENARIO` and pass the URL it prints "
-        "(e.g. http://127.0.0.1:8765).")
 
 
 async def run_demo_agent(base_url: str, *, delay_ms: int = 0, ready_dir: str | None = None,

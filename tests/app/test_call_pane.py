@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
 import pytest
-from rich.console import Console
-from textual.widgets import Static, TabbedContent
-
 from dsh_replay_tui.headless.callview import (
     ContextItem,
     assemble,
@@ -18,6 +12,8 @@ from dsh_replay_tui.headless.callview import (
     read_recorded_context,
 )
 from dsh_replay_tui.widgets.chunk_list import ChunkList, TextLines
+from dsh_replay_tui.widgets.rendered_lines import RenderedLines
+
 from replay_engine.scenario.loading import load_scenario
 from tests.app.apptools import client, make_app, until
 from tests.conftest import SAMPLES
@@ -25,13 +21,6 @@ from tests.conftest import SAMPLES
 pytestmark = pytest.mark.anyio
 BASIC = SAMPLES / "basic-chat"
 QUESTION = "What files are in the workspace? Then say hello."
-
-
-def plain(renderable: Any) -> str:
-    """What a renderable shows, as text."""
-    console = Console(width=150, record=True, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
 
 
 def test_assemble_rebuilds_blocks_usage_and_finish() -> None:
@@ -53,7 +42,8 @@ def test_recorded_context_sits_between_the_previous_call_and_this_one() -> None:
     first, second = context_range(script, 0), context_range(script, 1)
     assert first is not None and second is not None
     assert read_recorded_context(script.file, *first) == [ContextItem("user", QUESTION)]
-    assert read_recorded_context(script.file, *second) == [ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
+    assert read_recorded_context(script.file, *second) == [
+        ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
 
 
 def test_diff_marks_same_different_and_missing_messages() -> None:
@@ -82,19 +72,18 @@ async def test_tabs_show_output_chunks_request_diff_and_raw_json() -> None:
             pass
         await pilot.press("down")  # call #0
         pane = app.call_pane
-        output = plain(pane.query_one("#output-text", Static).content)
-        assert "call #0 of [0] sample-basic-chat  key 1/1  chunks  derived  10 chunk(s)" in output
+        output = " ".join(pane.query_one("#output", RenderedLines).text.split())
+        assert "call #0 of [0] sample-basic-chat key 1/1 chunks derived 10 chunk(s)" in output
         assert "── tool call bash (call_ls_1)" in output
-        assert '"command": "ls"' in output  # arguments pretty-printed
+        assert '{ "command": "ls" }' in output  # arguments pretty-printed
         assert "usage: inputTokens 120" in output and "finish: tool-calls" in output
-        tabs = pane.query_one(TabbedContent)
         await pilot.press("right_square_bracket")
-        assert tabs.active == "chunks"
+        assert pane.active == "chunks"
         chunks = pane.query_one(ChunkList)
         assert chunks.row_count == 10
-        assert '"type": "finish"' in chunks.row_text(9).plain
+        assert chunks.row_text(9).plain.startswith("9 finish {")
         await pilot.press("right_square_bracket")
-        assert tabs.active == "request"
+        assert pane.active == "request"
         await pane.context_loaded.wait()
         assert pane.request_rows == [("=", f"user: {QUESTION}", f"user: {QUESTION}")]
         # Call #1 asked with a different tool result: the difference is marked.
@@ -109,12 +98,12 @@ async def test_tabs_show_output_chunks_request_diff_and_raw_json() -> None:
         await until(app, lambda: pane.request_rows and pane.request_rows[0][0] == "≠", "the diff")
         assert pane.request_rows == [("≠", "tool: README.md\nlib\n", "tool: README.md\nsrc\n")]
         await pilot.press("right_square_bracket")
-        assert tabs.active == "raw"
+        assert pane.active == "raw"
         raw = pane.query_one(TextLines)
         text = "\n".join(raw.row_text(i).plain for i in range(raw.row_count))
         assert '"origin": "derived"' in text and '"kind": "chunks"' in text
         await pilot.press("right_square_bracket")
-        assert tabs.active == "output"
-        output = plain(pane.query_one("#output-text", Static).content)
+        assert pane.active == "output"
+        output = pane.query_one("#output", RenderedLines).text.replace("\n", " ")
         assert "The workspace has README.md and src. Hello!" in output
         await sdk.close()

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.__main__ import build_parser, main, options_from_args
+
 from tests.conftest import SAMPLES
 
 BASIC = str(SAMPLES / "basic-chat")

@@ -11,12 +11,11 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-from google.genai import errors as genai_errors
-from textual.widgets import Static, TabbedContent
-
 from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
+from dsh_replay_tui.widgets.rendered_lines import RenderedLines
+from google.genai import errors as genai_errors
+
 from tests.app.apptools import make_app, until
-from tests.app.test_call_pane import plain
 from tests.compat.gemini_helpers import connected
 from tests.conftest import SAMPLES
 
@@ -186,10 +185,10 @@ async def test_request_tab_compares_a_messages_call_with_the_recording() -> None
         pane = app.call_pane
         await pilot.press("down")  # call #0
         await pilot.press("right_square_bracket", "right_square_bracket")
-        assert pane.query_one(TabbedContent).active == "request"
+        assert pane.active == "request"
         await until(app, lambda: pane.request_rows == [("=", f"user: {question}", f"user: {question}")],
                     "the request rows of call #0")
-        head = plain(pane.query_one("#request-text", Static).content)
+        head = pane.query_one("#request", RenderedLines).text.replace("\n", " ")
         assert "live request over anthropic: call id" in head and "model claude-replay" in head
         # Call #1 answered a different tool result: the Request tab marks it.
         await pilot.press("down")

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from dsh_replay_tui.widgets.chunk_list import chunk_row
 
-from dsh_replay_tui.keymap import APP_KEYS, MAIN_KEYS
+from replay_engine import load_scenario
 
 TMUX = shutil.which("tmux")
 TUI = shutil.which("dsh-replay-tui")
@@ -32,7 +33,6 @@ pytestmark = [
                               "(pip install -e '.[dev]')"),
 ]
 
-FOOTER_KEYS = [key for key in MAIN_KEYS + APP_KEYS if key.footer]
 URL_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
@@ -139,24 +139,25 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     # Wait for the first full paint: the header's second line and the live log's serving line.
     screen = terminal.wait_for(
         "the server URL in the header",
-        lambda s: re.search(r"bound 0/1\s+not consumed", s) is not None
+        lambda s: re.search(r"not consumed\s+bound 0/1", s) is not None
         and re.search(r"serving on " + URL_RE.pattern, s) is not None)
     match = URL_RE.search(screen)
     assert match, screen
     url = match.group(0)
-    header = screen.splitlines()[0]
-    assert "basic-chat" in header and url in header
-    screen = terminal.wait_for("the footer", lambda s: "palette" in s.rstrip().splitlines()[-1])
+    first, second = screen.splitlines()[:2]
+    assert first.startswith(" not consumed  bound 0/1")  # the state first, then where
+    assert "basic-chat" in second and url in second
+    # The footer offers what acts now: nothing is bound, so the demo agent and the break modes.
+    screen = terminal.wait_for("the footer", lambda s: "Demo agent" in s.rstrip().splitlines()[-1])
     footer = screen.rstrip().splitlines()[-1]
-    for key in FOOTER_KEYS:
-        assert key.label in footer and (key.display or key.keys) in footer, (key, footer)
-    assert "palette" in footer, footer
+    for item in ("2 Break at calls", "3 Break at chunks", "d Demo agent", "? Help", "q Quit"):
+        assert item in footer, (item, footer)
 
     # The help screen lists every key of the main screen, by area; any key closes it.
     terminal.tmux("send-keys", "-t", "e2e", "?")
     # The title can paint a frame before the rows under it, so wait for both.
     terminal.wait_for("the help screen", lambda s: "Keys (Esc closes)" in s and "Move" in s
-                      and "Stepping" in s)
+                      and "Focus the scripts pane." in s)
     terminal.tmux("send-keys", "-t", "e2e", "Escape")
     terminal.wait_for("the help screen to close", lambda s: "Keys (Esc closes)" not in s)
 
@@ -171,7 +172,7 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     # The header turns to consumed, both calls carry the served mark, the cursor of demo-0
     # reached 2/2 and the live log tells the story.
     screen = terminal.wait_for("the header to say consumed",
-                               lambda s: re.search(r"bound 1/1\s+consumed", s) is not None
+                               lambda s: re.search(r"consumed ✓\s+bound 1/1", s) is not None
                                and "call #1 finished" in s)
     assert re.search(r"✓ #0\s+1/1\s+chunks", screen) and re.search(r"✓ #1\s+1/2\s+chunks", screen), screen
     assert re.search(r"demo-0\s+2/2\s+idle\s+\[0\] sample-basic-chat", screen), screen
@@ -188,3 +189,35 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
                                lambda s: "Pane is dead" in s, history=True, exited=True)
     assert "replay consumed (run default)" in screen, screen
     assert status == 0, screen
+
+
+def test_a_newcomer_steps_a_call_chunk_by_chunk_at_80x24(terminal: Terminal, tmp_path: Path,
+                                                         samples: Path) -> None:
+    """Break at chunks, the demo agent connected from the app (d), n pressed again and again:
+    each released chunk's text is on screen, and the footer says which keys act."""
+    assert TUI is not None
+    scenario = samples / "basic-chat"
+    chunks = load_scenario(scenario).scripts[0].entries[0].entry.chunks  # type: ignore[union-attr]
+    terminal.start(tmp_path, TUI, str(scenario), "--port", "0", "--ready-dir", str(tmp_path),
+                   size=(80, 24))
+    terminal.wait_for("the first paint", lambda s: "d Demo agent" in s)
+    terminal.tmux("send-keys", "-t", "e2e", "3")
+    terminal.wait_for("chunk mode", lambda s: "mode chunk" in s)
+    terminal.tmux("send-keys", "-t", "e2e", "d")
+    terminal.wait_for("the dialect chooser", lambda s: "Run the demo agent over which wire" in s)
+    terminal.tmux("send-keys", "-t", "e2e", "Enter")
+    screen = terminal.wait_for("the first pause", lambda s: "PAUSED 1" in s
+                               and "paused before chunk 0" in s)
+    assert "n Next chunk" in screen.rstrip().splitlines()[-1], screen
+    for released, chunk in enumerate(chunks):
+        terminal.tmux("send-keys", "-t", "e2e", "n")
+        row = f"{released} {chunk_row(chunk)}"[:60]
+        after = f"paused before chunk {released + 1}" if released + 1 < len(chunks) else \
+            "call #1 paused before chunk 0"  # call #0 ended: the demo agent asks for the next
+        screen = terminal.wait_for(f"chunk {released} on screen",
+                                   lambda s, r=row, a=after: r in s and a in s)
+        assert screen.splitlines()[0].startswith(" PAUSED 1") or released + 1 == len(chunks)
+    terminal.tmux("send-keys", "-t", "e2e", "c")  # continue: the demo agent finishes the run
+    terminal.wait_for("the run to end consumed", lambda s: "consumed ✓" in s)
+    terminal.tmux("send-keys", "-t", "e2e", "q")
+    assert terminal.wait_for_status() == 0

@@ -12,11 +12,11 @@ import anyio
 import httpx
 import openai
 import pytest
-from textual.pilot import Pilot
-
 from dsh_replay_tui.app import ReplayApp
 from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from textual.pilot import Pilot
+
 from replay_engine import events as ev
 from tests.app.apptools import LIMIT_S, client, copy_sample, make_app, stream_text, until
 from tests.app.test_reload import write_atomic
@@ -67,7 +67,7 @@ async def test_o_decides_the_unfinished_call_of_a_scenario_that_does_not_load(
     async with app.run_test(size=(180, 50)) as pilot:
         await app.ready.wait()
         assert app.scenario is None and app.banner.showing
-        banner = str(app.banner.render())
+        banner = app.banner.whole.plain
         assert "Cannot load the scenario" in banner and "press o to decide the call" in banner
         assert "UNFINISHED_CALL" in banner
         editor = await open_editor(pilot, app)
@@ -223,7 +223,7 @@ async def test_an_unwritable_url_file_shows_in_the_banner(tmp_path: Path) -> Non
     async with app.run_test(size=(160, 40)):
         await app.ready.wait()
         assert app.url is not None and app.banner.showing
-        banner = str(app.banner.render())
+        banner = app.banner.whole.plain
         assert f"Cannot write the URL file {url_file}" in banner and app.url in banner
         assert not url_file.exists()
 

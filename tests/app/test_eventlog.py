@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsh_replay_tui.headless.eventlog import format_event
+
 from replay_engine import events as ev
 
 

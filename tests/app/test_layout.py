@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.headless.loading import ScenarioLoader
 from dsh_replay_tui.headless.state import AppOptions, DebugState
+
 from replay_engine import SIDECAR_NAME, ReplayEngine, ReplayError, Scenario
 from tests.conftest import ROOT, SAMPLES
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import openai
 import pytest
-
 from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from dsh_replay_tui.screens.verdict import VerdictScreen
 from dsh_replay_tui.widgets.chunk_list import ChunkList
+
 from tests.app.apptools import BASIC_PROMPT, BASIC_TOOL_TURN, client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 
@@ -41,7 +41,7 @@ async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -
         assert rows(app)[2].startswith(" ›  #1"), rows(app)
         assert "← agent-1 1/2 idle" in rows(app)[0]
         assert app.live_pane.sessions[0].split() == ["agent-1", "1/2", "idle", "[0]",
-                                                     "sample-basic-chat"]
+                                                     "sample-basic-chat", "by", "order"]
         assert await stream_text(sdk, BASIC_TOOL_TURN) == ANSWER
         await until(app, lambda: "consumed ✓" in header(app), "consumed")
         assert rows(app)[2].startswith("  ✓ #1") and "diverged" not in header(app)
@@ -95,8 +95,8 @@ async def test_break_at_every_chunk_steps_one_chunk_per_key() -> None:
         await until(app, lambda: app.engine.state().bindings[0].chunks_served == 3
                     and app.engine.state().bindings[0].status == "paused", "the third pause")
         assert not reader.done()
-        # The chunk list of the live call highlights the chunk served last.
-        await pilot.press("down", "right_square_bracket")
+        # Stepping shows the stepped call's chunks, the chunk served last highlighted.
+        assert app.scripts_view.selected() == (0, 0) and app.call_pane.active == "chunks"
         chunks = app.call_pane.query_one(ChunkList)
         assert chunks.row_count == 10 and chunks.highlight == 2
         await pilot.press("n")
@@ -254,7 +254,8 @@ async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Pa
 
     scenario = tmp_path / "projected"
     scenario.mkdir()
-    lines = [line for line in (BASIC / "session.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = (BASIC / "session.jsonl").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.strip()]
     out = [lines[0]]
     for line in lines[1:]:
         event = json.loads(line)

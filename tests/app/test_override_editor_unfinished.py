@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from textual.widgets import Button, Input, TextArea
 
-from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from replay_engine import load_scenario
 from replay_engine.errors import DerivationError
 from tests.app.test_override_editor import (

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.__main__ import build_parser, options_from_args
 from dsh_replay_tui.app import AppOptions, ReplayApp
+
 from replay_engine import ReplayError
 from replay_engine.server import serve_scenario
 from tests.app.apptools import until
@@ -118,3 +118,38 @@ def test_record_flags_go_together() -> None:
     args = parser.parse_args(["--record", "--upstream", "https://api.deepseek.com", "dir"])
     args.scenario_path = Path(args.scenario)
     assert options_from_args(args).upstream == "https://api.deepseek.com"
+
+
+async def test_record_mode_says_recording_and_the_demo_agent_records_then_replays(
+        tmp_path: Path) -> None:
+    source = write_scenario(tmp_path / "source", ENTRIES)
+    target = tmp_path / "recorded"
+    async with serve_scenario(source) as upstream:
+        app = ReplayApp(AppOptions(scenario=target, port=0, watch=False, upstream=upstream.url))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.ready.wait()
+            app.main.flush()  # paint now (nothing else may repaint)
+            await pilot.pause()
+            first, second = app.header.render().plain.splitlines()
+            assert first.startswith(f"● RECORDING → {upstream.url}  0 calls recorded"), first
+            assert second.startswith(f"agent → {app.url}/v1  s: stop and replay"), second
+            assert "bound 0/0" not in app.header.text.plain and "mode" not in first
+            keys = [k for k, _ in app.main.footer.shown]
+            assert keys[:2] == ["d", "s"] and keys[-2:] == ["?", "q"]
+            # No agent at hand: the demo agent says a fixed conversation through the recorder.
+            await pilot.press("d", "enter")
+            await until(app, lambda: any("conversation done: 2 call(s) answered" in line
+                                         for line in app.live_pane.lines), "the conversation")
+            await until(app, lambda: "2 calls recorded  demo-conversation 2"
+                        in app.header.text.plain, "the counts in the header")
+            await pilot.press("s")
+            await app.replay_ready.wait()
+            assert app.load_error is None and app.scenario is not None
+            assert len(app.scenario.scripts[0].entries) == 2
+            await until(app, lambda: app.header.text.plain.startswith("not consumed  bound 0/1"),
+                        "the replay header")
+            # ... and replays what it recorded, in the same app.
+            await pilot.press("d", "enter")
+            await until(app, lambda: "consumed ✓" in app.header.text.plain, "consumed")
+            await pilot.press("q")
+        assert app.return_code == 0

@@ -67,7 +67,7 @@ async def test_a_broken_sidecar_shows_the_banner_until_a_good_reload(tmp_path: P
         write_atomic(sidecar, json.dumps({"patches": [{"at": 0, "entry": {"kind": "throw",
                                                                               "chunks": []}}]}))
         await until(app, lambda: app.banner.showing, "the banner")
-        banner = str(app.banner.render())
+        banner = app.banner.whole.plain
         assert "Reload failed — still serving the last good scripts" in banner
         assert str(sidecar) in banner and "SIDECAR_INVALID" in banner
         assert "patch 0.entry" in banner
@@ -102,7 +102,7 @@ async def test_reload_key_and_control_api_reload_now(tmp_path: Path) -> None:
         async with httpx.AsyncClient(base_url=app.url or "") as http:
             answer = await http.post("/replay/v1/reload")
         assert answer.status_code == 409 and answer.json()["code"] == "LOG_PARSE"
-        assert app.banner.showing and "line 1" in str(app.banner.render())
+        assert app.banner.showing and "line 1" in app.banner.whole.plain
 
 
 async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -
     async with app.run_test(size=(160, 40)):
         await app.ready.wait()
         await app.watching.wait()
-        assert app.banner.showing and "Cannot load the scenario" in str(app.banner.render())
+        assert app.banner.showing and "Cannot load the scenario" in app.banner.whole.plain
         assert app.scripts_view.row_count == 0
         # Replace the broken log with a good one: the banner goes, the scripts appear.
         write_atomic(root / "session.jsonl",

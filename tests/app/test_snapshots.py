@@ -1,5 +1,6 @@
 """SVG snapshots of the debugger at 80x24 and 160x45: the main screen, help, palette, search, each
-call-pane tab, the override editor and the reload-error banner.
+call-pane tab, the override editor, the reload-error banner, stepping chunk by chunk, a zoomed
+pane, a scenario that does not load and record mode.
 
 Deterministic: relative scenario paths, a fixed URL label instead of the real port, no clock,
 no animation, no blinking cursor. Update with ``pytest tests/app/test_snapshots.py --snapshot-update``
@@ -8,6 +9,7 @@ and look at the results (``docs/`` holds copies of the first screens for the REA
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Awaitable, Callable
@@ -15,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_replay_tui.app import AppOptions, ReplayApp
+from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from dsh_replay_tui.app import ReplayApp
-from dsh_replay_tui.screens.help import HelpScreen
-from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
-from tests.app.apptools import FIXED_URL, client, make_app, until
+from replay_engine import ReplayError
+from tests.app.apptools import BASIC_PROMPT, FIXED_URL, client, make_app, until
 from tests.conftest import ROOT, SAMPLES
 
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
@@ -208,6 +211,104 @@ class TestReloadErrorBanner:
         assert snap_compare(app, terminal_size=SIZES[size], run_before=then(break_sidecar))
 
 
+class TestStepping:
+    @sized
+    def test_stepping_chunk_by_chunk(self, size: str, snap_compare: Snap,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        """Break at chunks, four chunks released with n: the call pane shows the call's chunks,
+        the one released last highlighted and the next on screen; the footer offers n e c x."""
+        monkeypatch.chdir(ROOT)
+        held: list[Any] = []
+
+        async def hold(app: ReplayApp) -> None:
+            """A call served in process (no socket left open when the app quits paused)."""
+            try:
+                async for _ in app.engine.stream("agent-1", BASIC_PROMPT):
+                    pass
+            except ReplayError:
+                pass  # the app quits with the call still paused: it is aborted
+
+        async def step(pilot: Pilot[Any]) -> None:
+            app = pilot.app
+            assert isinstance(app, ReplayApp)
+            await app.ready.wait()
+            await pilot.press("3")
+            held.append(asyncio.ensure_future(hold(app)))
+            for released in range(4):
+                await until(app, lambda r=released: bool(app.engine.state().bindings)
+                            and app.engine.state().bindings[0].chunks_served == r
+                            and app.engine.state().bindings[0].status == "paused", "a pause")
+                await pilot.press("n")
+            await until(app, lambda: app.engine.state().bindings[0].chunks_served == 4
+                        and app.engine.state().bindings[0].status == "paused", "the fourth")
+            app.main.flush()
+            await pilot.pause()
+
+        assert snap_compare(basic_app(), terminal_size=SIZES[size], run_before=then(step))
+
+    @sized
+    def test_zoomed_call_pane(self, size: str, snap_compare: Snap,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+
+        async def zoom(pilot: Pilot[Any]) -> None:
+            await pilot.press("f3", "z")
+            await pilot.pause()
+
+        assert snap_compare(basic_app(), terminal_size=SIZES[size],
+                            run_before=then(serve_first_call, zoom))
+
+
+class TestStartScreens:
+    @sized
+    def test_before_any_call(self, size: str, snap_compare: Snap,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+        """Nothing bound yet: Live says how to connect, the footer offers the demo agent."""
+        monkeypatch.chdir(ROOT)
+
+        async def ready(pilot: Pilot[Any]) -> None:
+            app = pilot.app
+            assert isinstance(app, ReplayApp)
+            await app.ready.wait()
+            app.main.flush()
+            await pilot.pause()
+
+        assert snap_compare(basic_app(), terminal_size=SIZES[size], run_before=then(ready))
+
+    @sized
+    def test_a_scenario_that_does_not_load(self, size: str, snap_compare: Snap,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+        """The two-line banner has focus; Enter opens it whole."""
+        monkeypatch.chdir(ROOT)
+
+        async def ready(pilot: Pilot[Any]) -> None:
+            app = pilot.app
+            assert isinstance(app, ReplayApp)
+            await app.ready.wait()
+            app.main.flush()
+            await pilot.pause()
+
+        app = make_app(Path("sample_scenarios/broken-sidecar"), url_label=FIXED_URL)
+        assert snap_compare(app, terminal_size=SIZES[size], run_before=then(ready))
+
+    @sized
+    def test_recording(self, size: str, snap_compare: Snap, monkeypatch: pytest.MonkeyPatch,
+                       tmp_path: Path) -> None:
+        """Record mode before the first call (the upstream is never called)."""
+        monkeypatch.chdir(tmp_path)
+
+        async def ready(pilot: Pilot[Any]) -> None:
+            app = pilot.app
+            assert isinstance(app, ReplayApp)
+            await app.ready.wait()
+            app.main.flush()
+            await pilot.pause()
+
+        app = ReplayApp(AppOptions(scenario=Path("recording"), port=0, watch=False,
+                                   upstream="https://api.example.com", url_label=FIXED_URL))
+        assert snap_compare(app, terminal_size=SIZES[size], run_before=then(ready))
+
+
 DOCS = {
     "main-160x45.svg": "TestMainScreen.test_main_screen_after_one_served_call[160x45].svg",
     "main-80x24.svg": "TestMainScreen.test_main_screen_after_one_served_call[80x24].svg",
@@ -215,6 +316,12 @@ DOCS = {
     "editor-160x45.svg": "TestOverlays.test_editor[160x45].svg",
     "editor-80x24.svg": "TestOverlays.test_editor[80x24].svg",
     "editor-raw-80x24.svg": "TestOverlays.test_editor_on_a_broken_sidecar[80x24].svg",
+    "step-80x24.svg": "TestStepping.test_stepping_chunk_by_chunk[80x24].svg",
+    "step-160x45.svg": "TestStepping.test_stepping_chunk_by_chunk[160x45].svg",
+    "zoom-80x24.svg": "TestStepping.test_zoomed_call_pane[80x24].svg",
+    "banner-80x24.svg": "TestStartScreens.test_a_scenario_that_does_not_load[80x24].svg",
+    "record-80x24.svg": "TestStartScreens.test_recording[80x24].svg",
+    "record-160x45.svg": "TestStartScreens.test_recording[160x45].svg",
 }
 
 

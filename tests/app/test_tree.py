@@ -52,7 +52,7 @@ async def test_a_scenario_that_fails_to_load_opens_with_the_error_banner(name: s
         await app.ready.wait()
         assert app.banner.showing
         assert app.load_error is not None
-        banner = str(app.banner.render())
+        banner = app.banner.whole.plain
         assert "Cannot load the scenario" in banner
         assert app.load_error.message in banner
         assert SAMPLES.name in banner  # names the file
@@ -76,7 +76,7 @@ async def test_a_missing_directory_is_shown_not_raised(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 30)):
         await app.ready.wait()
         await until(app, lambda: app.banner.showing, "the banner")
-        assert "no such scenario directory" in str(app.banner.render())
+        assert "no such scenario directory" in app.banner.whole.plain
 
 
 async def test_a_port_in_use_is_shown_in_the_banner() -> None:
@@ -92,6 +92,6 @@ async def test_a_port_in_use_is_shown_in_the_banner() -> None:
         async with app.run_test(size=(160, 40)):
             await app.ready.wait()
             assert app.url is None and app.banner.showing
-            banner = str(app.banner.render())
+            banner = app.banner.whole.plain
             assert f"Cannot serve on 127.0.0.1:{port}" in banner and "--port" in banner
             assert app.scripts_view.row_count == 3  # the scenario is still shown

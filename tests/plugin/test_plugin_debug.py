@@ -221,7 +221,8 @@ def test_debug_holds_the_first_call_in_a_real_terminal(project: pytest.Pytester,
     screen = terminal.wait_for("the first call held before its first chunk",
                                lambda s: "PAUSED 1" in s and "paused #0 0ch" in s)
     assert not received.exists()  # no recorded chunk reached the test before a key was pressed
-    assert screen.splitlines()[0].startswith(" dsh-replay ")  # pytest wrote nothing over it
+    header = screen.splitlines()[0]  # the debugger's header, state first: pytest wrote nothing over it
+    assert header.startswith(" PAUSED 1 ") and "bound 1/1" in header
     terminal.tmux("send-keys", "-t", "e2e", "e")  # end call: the test gets its chunks
     terminal.wait_for("the chunks reaching the test", lambda s: received.exists())
     terminal.tmux("send-keys", "-t", "e2e", "q")

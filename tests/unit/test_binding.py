@@ -25,6 +25,9 @@ async def test_first_calls_claim_scripts_in_order() -> None:
     assert (await collect(engine, "x"))[0]["text"] == "c2"
     bound = [(e.session, e.script_index) for e in rec.events if isinstance(e, ev.SessionBound)]
     assert bound == [("parent", 0), (None, 1), ("x", 2)]
+    # The event says how each session was bound, as the journal's boundBy does.
+    rules = [e.rule for e in rec.events if isinstance(e, ev.SessionBound)]
+    assert rules == [r.bound_by for r in engine.journal()] == ["order", "order", "order"]
 
 
 async def test_each_key_advances_its_own_cursor() -> None:

@@ -1,0 +1,106 @@
+"""What the main screen shows, computed from the debugger's state without Textual: the header's
+facts, Live's hint while no session is bound, the moment the footer follows, and the session a
+stepping key acts on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replay_engine import UNFINISHED_CALL, BindingState, RunState
+
+from .header import RecordFacts, ReplayFacts, earliest_divergence
+from .moments import Situation
+from .state import DebugState
+from .verdicts import flight_summary
+
+
+class DivergenceMemo:
+    """The run's earliest diverged call, read from the journal only when the sessions' first
+    divergences change (and more than one session has one)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] = ()
+        self._found: tuple[int, int] | None = None
+
+    def earliest(self, state: DebugState, run: RunState) -> tuple[int, int] | None:
+        """(script, call) of the earliest diverged call of ``run``."""
+        key = tuple((b.session, b.diverged[:1]) for b in run.bindings if b.diverged)
+        if key != self._key:
+            journal = state.engine.journal(run.run) if len(key) > 1 else []
+            self._key, self._found = key, earliest_divergence(run, journal)
+        return self._found
+
+
+def replay_facts(state: DebugState, run: RunState, diverged: tuple[int, int] | None) -> ReplayFacts:
+    """The replay header's facts for the followed run."""
+    engine = state.engine
+    return ReplayFacts(
+        scenario=str(state.options.scenario), url=state.url_label, state=run,
+        breakpoints=len(engine.breakpoints_of(run.run)),
+        paused=len(engine.paused_sessions(run.run)), untimed=state.untimed_logs(),
+        loaded=state.scenario is not None, flight=flight_summary(run), runs=state.runs(),
+        diverged=diverged, strict=state.options.strict)
+
+
+def record_facts(state: DebugState) -> RecordFacts | None:
+    """The record-mode header's facts while recording (None otherwise)."""
+    recording = state.recording
+    if recording is None or not recording.active:
+        return None
+    return RecordFacts(upstream=recording.upstream, url=state.url_label,
+                       scenario=str(state.options.scenario), calls=recording.counts())
+
+
+def connect_hint(state: DebugState) -> list[str]:
+    """What Live says while no session is bound: how to connect one."""
+    if state.url is None:
+        return ["no session bound yet: nothing is served (the banner says why)"]
+    url = state.url_label
+    if state.recording is not None and state.recording.active:
+        return [f"recording: agent → {url}/v1 with its real API key",
+                "(Anthropic SDKs: no /v1) or d: the demo agent"]
+    if state.scenario is None:
+        return [f"nothing loaded: model calls to {url}/v1 answer 503 SCENARIO_NOT_LOADED",
+                "until the scenario loads (the banner says why)"]
+    return [f"no session bound: agent → {url}/v1",
+            "(X-Session-Id per session) or d: the demo agent"]
+
+
+def empty_scripts(state: DebugState) -> str:
+    """What the scripts pane says while it has no script."""
+    if state.recording is not None and state.recording.active:
+        return "recording: the calls load here to replay when you stop (s)"
+    return "no scripts: nothing is loaded (the banner above says why)"
+
+
+def nothing_selected(state: DebugState) -> str:
+    """What the call pane says while no scenario is loaded."""
+    if state.recording is not None and state.recording.active:
+        return ("Recording: Live shows each call as it is recorded; s stops, loads them here "
+                "and replays them.")
+    if state.load_error is not None:
+        return "No scenario loaded: the banner above says why (Enter on it shows all of it)."
+    return "Loading…"
+
+
+def situation(state: DebugState, focus: str | None) -> Situation:
+    """The moment the footer follows (the focused pane among it, when there is one)."""
+    error = state.load_error
+    loaded = state.scenario is not None
+    return Situation(
+        recording=state.recording is not None and state.recording.active,
+        load_failed=error is not None, unfinished=error is not None and error.code == UNFINISHED_CALL,
+        loaded=loaded, serving=state.url is not None, state=state.last_state,
+        focus=focus if loaded or focus in ("banner", "live") else None)
+
+
+def target_binding(run: RunState, selected: tuple[int, int | None] | None,
+                   want: str | None = None) -> BindingState | None:
+    """The session a key acts on: the one bound to the selected script, else the first whose
+    call is ``want`` (e.g. paused), else the first with a call in flight."""
+    bound: Sequence[BindingState] = [b for b in run.bindings if b.call_index is not None]
+    if selected is not None:
+        for b in bound:
+            if b.script_index == selected[0] and (want is None or b.status == want):
+                return b
+    return next((b for b in bound if want is None or b.status == want), None)

@@ -364,7 +364,7 @@ class ReplayEngine:
         release(call, how)
         if how == "continue" and self.mode_of(run) != "run":
             self.set_mode("run", run=run)
-        self._emit(ev.CallResumed(run, session_id, call.id))
+        self._emit(ev.CallResumed(run, call.key, call.script_index, call.call_index, call.id))
         call.wake.set()
         return True
 

@@ -22,10 +22,16 @@ class EngineEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class CallEvent(EngineEvent):
-    """Base of the events of one bound call: which session, script, call and live call."""
+class SessionEvent(EngineEvent):
+    """Base of the events of one live session key (None: requests without a session id)."""
 
     session: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent(SessionEvent):
+    """Base of the events of one bound call: which script, call and live call."""
+
     script_index: int
     call_index: int
     """The call's position in its script, from 0."""
@@ -34,10 +40,9 @@ class CallEvent(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionBound(EngineEvent):
+class SessionBound(SessionEvent):
     """A live session key claimed a recorded script."""
 
-    session: str | None
     script_index: int
     rule: str = "order"
     """How it claimed the script: ``announced`` (its parent named it), ``content`` (its first
@@ -71,11 +76,8 @@ class CallPaused(CallEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class CallResumed(EngineEvent):
+class CallResumed(CallEvent):
     """A paused call was released."""
-
-    session: str | None
-    call_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +108,9 @@ class CallCancelled(CallEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class BindingFailed(EngineEvent):
+class BindingFailed(SessionEvent):
     """A call could not be bound: unrecorded session or exhausted script."""
 
-    session: str | None
     code: str
     message: str
     retry: bool = False

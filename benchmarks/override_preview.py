@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dsh_replay_tui.widgets.override_preview import Summaries, diff_text, script_text  # noqa: E402
+
 from replay_engine.authoring.draft import OverrideDraft, parse_entry_text  # noqa: E402
 from replay_engine.models import ChunksEntry, ScriptEntry  # noqa: E402
 

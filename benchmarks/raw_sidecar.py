@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dsh_replay_tui.widgets.raw_sidecar import LARGE_TEXT  # noqa: E402
+
 from replay_engine.authoring.raw import RawSidecar  # noqa: E402
 
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import anyio
 import pytest
+from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
+from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.widgets.kind_toggle import KindToggle
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
 
-from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
-from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
-from dsh_replay_tui.widgets.kind_toggle import KindToggle
 from replay_engine import load_scenario
 from replay_engine.authoring.draft import fingerprint
 from replay_engine.scenario.loading import Scenario

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dsh_replay_tui.app import ReplayApp
 from dsh_replay_tui.headless.external_editor import (
     NO_EDITOR,
@@ -22,6 +21,7 @@ from dsh_replay_tui.headless.external_editor import (
     editor_command,
     named_file_line,
 )
+
 from tests.app.apptools import copy_sample, make_app, until
 from tests.app.test_e2e_tmux import TMUX, TUI, Terminal
 from tests.conftest import SAMPLES

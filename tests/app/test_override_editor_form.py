@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.containers import VerticalScroll
-from textual.widgets import Input, TextArea
-
 from dsh_replay_tui.headless.override_edits import EDITOR_HELP
 from dsh_replay_tui.screens.help import SEARCH_NOTE, HelpScreen
 from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from dsh_replay_tui.widgets.kind_toggle import KindToggle
+from textual.containers import VerticalScroll
+from textual.widgets import Input, TextArea
+
 from replay_engine import load_scenario, throw_code_warning
 from tests.app.apptools import copy_sample, make_app
 from tests.app.test_override_editor import (

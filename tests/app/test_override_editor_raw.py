@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, OptionList, TextArea
-
 from dsh_replay_tui.headless.override_edits import RAW_HELP
 from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
 from dsh_replay_tui.widgets.raw_sidecar import RawSidecarPane
+from textual.widgets import Button, OptionList, TextArea
+
 from replay_engine import load_scenario, open_raw_sidecar
 from tests.app.apptools import copy_sample, make_app
 from tests.app.apptools import until as until_flush

@@ -28,7 +28,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_samples_present() -> None:
     assert {"basic-chat", "nested-subagents", "packed-rows", "retry", "compaction", "patch-throw-append",
             "hang-ready-file", "from-request"} <= set(GOOD)
-    assert {"broken-unfinished-call", "broken-sidecar", "broken-json-line", "broken-packed-row"} <= set(BROKEN)
+    assert {"broken-unfinished-call", "broken-sidecar", "broken-json-line",
+            "broken-packed-row"} <= set(BROKEN)
 
 
 @pytest.mark.parametrize("name", GOOD)
@@ -180,7 +181,8 @@ def test_validate_child_respects_seed_length(tmp_path: Path, capsys: pytest.Capt
     assert (code, out.strip()) == (0, f"ok   {tmp_path}")
 
 
-def test_validate_bare_list_ignores_primary_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_bare_list_ignores_primary_events(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     write_scenario(tmp_path, (header("p"), ["{not json"]), sidecar=[{"kind": "hang"}])
     code, out, _ = run(capsys, "validate", str(tmp_path))
     assert (code, out.strip()) == (0, f"ok   {tmp_path}")
@@ -267,7 +269,8 @@ def _process(*argv: str, module: str = "replay_engine.cli") -> subprocess.Comple
                           text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize(("module", "prog"), [("replay_engine.cli", "dsh-replay"), ("dsh_replay_tui", "dsh-replay-tui")])
+@pytest.mark.parametrize(("module", "prog"), [("replay_engine.cli", "dsh-replay"),
+                                              ("dsh_replay_tui", "dsh-replay-tui")])
 def test_version_comes_from_the_package_metadata(module: str, prog: str) -> None:
     from importlib.metadata import version
 

@@ -140,7 +140,8 @@ async def test_sample_placeholders_resolve_when_served() -> None:
     engine = ReplayEngine(scenario.scripts)
     messages = [{"role": "user", "content": "Open ticket TICKET-4821 and check out branch fix/ab12."}]
     first = await collect(engine, "s", messages)
-    assert "".join(c.get("text", "") for c in first if c["type"] == "text-delta") == "Looking at ticket 4821 now."
+    said = "".join(c.get("text", "") for c in first if c["type"] == "text-delta")
+    assert said == "Looking at ticket 4821 now."
     second = await collect(engine, "s", messages)
     args = "".join(c["argumentsDelta"] for c in second if c["type"] == "tool-call-delta")
     assert args == '{"command":"git checkout fix/ab12"}'

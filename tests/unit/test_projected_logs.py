@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_replay_tui.headless.callview import read_recorded_context
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_replay_tui.headless.callview import read_recorded_context
 from replay_engine import (
     LogParseError,
     derive_replay_script,

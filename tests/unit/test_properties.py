@@ -86,7 +86,8 @@ def _packable(event: Any) -> tuple[Any, ...] | None:
 def _row(run: list[dict[str, Any]]) -> dict[str, Any]:
     first = run[0]
     body = first["data"]["chunk"]
-    data: dict[str, Any] = {"turn": first["data"]["turn"], "step": first["data"]["step"], "index": body["index"]}
+    data: dict[str, Any] = {"turn": first["data"]["turn"], "step": first["data"]["step"],
+                            "index": body["index"]}
     if body["type"] == "tool-call-delta":
         data["id"] = body["id"]
         if "name" in body:

@@ -47,7 +47,8 @@ async def test_lossless_sample_chunks() -> None:
     first = await collect(engine, "s")
     second = await collect(engine, "s")
     assert first == scenario.scripts[0].entries[0].entry.chunks  # type: ignore[union-attr]
-    assert second[-1] == {"type": "finish", "reason": {"kind": "stop"}, "replayState": {"note": "kept losslessly"}}
+    assert second[-1] == {"type": "finish", "reason": {"kind": "stop"},
+                          "replayState": {"note": "kept losslessly"}}
 
 
 async def test_throw_serves_prefix_then_fails_with_code() -> None:

@@ -133,7 +133,8 @@ ERRORS: list[tuple[str, Any, list[str]]] = [
      ["entry 0.chunks[1]: a chunk must be a JSON object"]),
     ("chunk-bad-type", [CHUNKS, CHUNKS, {"kind": "chunks", "chunks": [FIN, FIN, FIN, {"type": "text"}]}],
      ["entry 2.chunks[3]: " + BAD.format("text")]),
-    ("chunk-no-type", [{"kind": "chunks", "chunks": [{"text": "x"}]}], ["entry 0.chunks[0]: " + BAD.format(None)]),
+    ("chunk-no-type", [{"kind": "chunks", "chunks": [{"text": "x"}]}],
+     ["entry 0.chunks[0]: " + BAD.format(None)]),
     ("throw-missing-code", [{"kind": "throw", "chunks": [], "message": "m"}],
      ["entry 0.code: missing required key"]),
     ("throw-empty-message", [{"kind": "throw", "chunks": [], "message": "", "code": "X"}],
@@ -144,7 +145,8 @@ ERRORS: list[tuple[str, Any, list[str]]] = [
      ["entry 0.chunks: missing required key"]),
     ("throw-bad-prefix", [{"kind": "throw", "chunks": [{"type": "oops"}], "message": "m", "code": "X"}],
      ["entry 0.chunks[0]: " + BAD.format("oops")]),
-    ("hang-empty-ready", [{"kind": "hang", "readyFile": ""}], ["entry 0.readyFile: must be a non-empty string"]),
+    ("hang-empty-ready", [{"kind": "hang", "readyFile": ""}],
+     ["entry 0.readyFile: must be a non-empty string"]),
     ("hang-null-ready", [{"kind": "hang", "readyFile": None}],
      ["entry 0.readyFile: readyFile, when present, must be a non-empty string (not null)"]),
     ("hang-number-ready", [{"kind": "hang", "readyFile": 1}], ["entry 0.readyFile: must be a string"]),
@@ -153,9 +155,12 @@ ERRORS: list[tuple[str, Any, list[str]]] = [
     ("patch-missing-entry", {"patches": [{"at": 0}]}, ["patch 0.entry: missing required key"]),
     ("patch-missing-at", {"patches": [{"entry": HANG}]}, ["patch 0.at: missing required key"]),
     ("patch-negative-at", {"patches": [{"at": -1, "entry": HANG}]}, ["patch 0.at: must be an integer >= 0"]),
-    ("patch-fraction-at", {"patches": [{"at": 0.5, "entry": HANG}]}, ["patch 0.at: must be an integer, got 0.5"]),
-    ("patch-bool-at", {"patches": [{"at": True, "entry": HANG}]}, ["patch 0.at: must be an integer, got True"]),
-    ("patch-string-at", {"patches": [{"at": "1", "entry": HANG}]}, ["patch 0.at: must be an integer, got '1'"]),
+    ("patch-fraction-at", {"patches": [{"at": 0.5, "entry": HANG}]},
+     ["patch 0.at: must be an integer, got 0.5"]),
+    ("patch-bool-at", {"patches": [{"at": True, "entry": HANG}]},
+     ["patch 0.at: must be an integer, got True"]),
+    ("patch-string-at", {"patches": [{"at": "1", "entry": HANG}]},
+     ["patch 0.at: must be an integer, got '1'"]),
     ("patch-unsafe-at", {"patches": [{"at": 2**53, "entry": HANG}]},
      [f"patch 0.at: must be an integer, got {2**53}"]),
     ("patch-entry-chunk", {"patches": [{"at": 0, "entry": HANG},
@@ -182,7 +187,8 @@ def test_validation_errors(doc: Any, problems: list[str], tmp_path: Path) -> Non
     assert len(got) == len(problems)
     for actual, expected in zip(got, problems, strict=True):
         assert actual.startswith(expected)
-    assert err.message.startswith(f"dir/replay.override.json: invalid override sidecar ({len(got)} problem(s))")
+    assert err.message.startswith(
+        f"dir/replay.override.json: invalid override sidecar ({len(got)} problem(s))")
     assert err.location == got[0].split(":", 1)[0]
     assert err.code == "SIDECAR_INVALID"
     # The same problems through a scenario load, with the real path in the message.

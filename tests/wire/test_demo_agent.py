@@ -316,7 +316,8 @@ def test_expected_finish_reads_each_dialects_names() -> None:
 
 
 async def test_an_unknown_dialect_is_a_config_error(samples: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown demo-agent dialect 'grpc'.*openai, anthropic, responses, gemini"):
+    with pytest.raises(ConfigError,
+                       match="unknown demo-agent dialect 'grpc'.*openai, anthropic, responses, gemini"):
         await run_demo_agent("http://127.0.0.1:1", out=lambda line: None, dialect="grpc")
 
 

@@ -93,6 +93,15 @@ class CallFeed:
             self.unfinished.append(self.count)
         self._store(key, chunks, self._times)
 
+    def _continue(self, key: str, line: int) -> None:
+        """Go on with the call under ``key`` at ``line``, closing another open call first."""
+        if self._key != key:
+            if self._key is not None:
+                self._close()
+            self._key = key
+            self._first_line = line
+        self._last_line = line
+
     def chunk(self, key: str, chunk: Any, time: Any, line: int) -> None:
         """One ``assistant/chunk``: open or continue the call under ``key``."""
         if chunk is None:
@@ -102,12 +111,7 @@ class CallFeed:
             and type(chunk.get(field, "")) is not str
         ):
             raise bad_chunk_error(self.file, key, line, str(chunk_shape_problem(chunk)))
-        if self._key != key:
-            if self._key is not None:
-                self._close()
-            self._key = key
-            self._first_line = line
-        self._last_line = line
+        self._continue(key, line)
         self._chunks.append(chunk)
         self._times.append(time if type(time) is int and -_INT64 < time < _INT64
                            else self._time(time))
@@ -124,12 +128,7 @@ class CallFeed:
     def run(self, key: str, chunks: list[Any], times: Any, line: int) -> None:
         """The delta chunks of one packed row at once (as ``chunk`` per member; never a
         finish)."""
-        if self._key != key:
-            if self._key is not None:
-                self._close()
-            self._key = key
-            self._first_line = line
-        self._last_line = line
+        self._continue(key, line)
         if self._chunks:
             self._chunks.extend(chunks)
             self._times.extend(times)

@@ -153,16 +153,8 @@ class DemoClients:
                         final = event.response
         except openai.APIConnectionError as exc:
             raise unreachable(self.server, exc, self.what) from None
-        except openai.APIStatusError as exc:
-            got.status = exc.status_code
-            got.error_code = exc.code or f"HTTP_{exc.status_code}"
-            body = exc.body if isinstance(exc.body, dict) else {}
-            got.error_message = str(body.get("message") or exc.message)
-            return got
         except openai.APIError as exc:
-            got.error_code = exc.code or "ERROR"
-            got.error_message = exc.message
-            return got
+            return _openai_failure(got, exc)
         if got.error_code is not None or final is None:
             if got.error_code is None:
                 got.error_code, got.error_message = "ERROR", "the stream ended without a response"
@@ -213,14 +205,8 @@ class DemoClients:
                         got.finish = choice.finish_reason
         except openai.APIConnectionError as exc:
             raise unreachable(self.server, exc, self.what) from None
-        except openai.APIStatusError as exc:
-            got.status = exc.status_code
-            got.error_code = exc.code or f"HTTP_{exc.status_code}"
-            body = exc.body if isinstance(exc.body, dict) else {}
-            got.error_message = str(body.get("message") or exc.message)
         except openai.APIError as exc:
-            got.error_code = exc.code or "ERROR"
-            got.error_message = exc.message
+            return _openai_failure(got, exc)
         return got
 
 
@@ -237,6 +223,21 @@ class DemoClients:
             message["tool_calls"] = calls
         messages.append(message)
 
+
+
+def _openai_failure(got: Streamed, exc: Any) -> Streamed:
+    """Note an openai SDK error on ``got``: the status and the code and message the server sent
+    (``HTTP_<status>`` without a code; ``ERROR`` for a stream that failed mid-way)."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        got.status = status
+        got.error_code = exc.code or f"HTTP_{status}"
+        body = exc.body if isinstance(exc.body, dict) else {}
+        got.error_message = str(body.get("message") or exc.message)
+    else:
+        got.error_code = exc.code or "ERROR"
+        got.error_message = exc.message
+    return got
 
 
 def _tool_input(arguments: str) -> Any:

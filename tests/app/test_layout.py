@@ -121,3 +121,19 @@ async def test_loader_keeps_the_last_good_scripts_and_waits_for_the_editor(tmp_p
     with pytest.raises(ReplayError) as refused:
         loader.reload_from_api()
     assert refused.value.code == "RELOAD_DEFERRED"
+
+
+def test_every_headless_module_loads_without_textual() -> None:
+    """What the debugger decides without a screen loads in an interpreter with no Textual."""
+    import subprocess
+    import sys
+
+    names = sorted(f"dsh_replay_tui.headless.{p.stem}" for p in (ROOT / "app" / "headless").glob("*.py")
+                   if p.stem != "__init__")
+    assert "dsh_replay_tui.headless.loading" in names
+    probe = ("import importlib, sys\n"
+             f"for name in {names!r}:\n"
+             "    importlib.import_module(name)\n"
+             "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'textual'})))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

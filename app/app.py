@@ -8,7 +8,6 @@ through its public methods.
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import anyio
 from rich.text import Text
+from textual import events
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
@@ -35,8 +35,9 @@ from .editor_guard import EditorGuard
 from .external_editor import OpenInEditorKey
 from .headless.loading import EDITOR_FIXES, ScenarioLoader
 from .headless.pace import PACE_STEPS_MS, RECORDED_SPEEDS
-from .headless.state import AppOptions, DebugState
+from .headless.state import AppOptions, DebugState, remove_ready_files
 from .headless.verdicts import QuitVerdict, quit_verdict
+from .idle_gc import TICK_S, IdleCollector
 from .record_mode import RecordMode
 from .screens.dialect_choice import DemoDialect, DialectChoiceScreen
 from .screens.help import HelpScreen
@@ -90,6 +91,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
             if options.upstream is not None else None)
         """Record mode: the recording that runs before the scenario loads (None otherwise)."""
         self.state.recording = self.record
+        self.collector = IdleCollector()
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -158,6 +160,8 @@ class ReplayApp(OpenInEditorKey, App[str]):
         return self.main
 
     def on_mount(self) -> None:
+        self.collector.start()
+        self.set_interval(TICK_S, self.collector.tick, name="idle-gc")
         if self.record is None:
             self.loader.prefetch()  # reading a big scenario overlaps the screen's start
         self.run_worker(self._startup(), name="startup", group="startup")
@@ -281,27 +285,17 @@ class ReplayApp(OpenInEditorKey, App[str]):
         if server is not None:
             self.engine.cancel_all()
             await server.stop()
-        await asyncio.to_thread(self._remove_ready_files)
-
-    def _remove_ready_files(self) -> None:
-        """Delete the empty markers the engine created, then the temporary ready dir if empty."""
-        for path in self.engine.created_ready_files:
-            try:
-                if path.is_file() and path.stat().st_size == 0:
-                    path.unlink()
-            except OSError:
-                pass  # gone already, or not ours to remove
-        own = self.state.own_ready_dir
-        if own is None or not own.is_dir():
-            return
-        for folder, _, _ in sorted(os.walk(own), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(folder)  # only empty ones: anything else was put there by someone else
-            except OSError:
-                pass
+        await asyncio.to_thread(remove_ready_files, self.engine.created_ready_files,
+                                self.state.own_ready_dir)
 
     async def on_unmount(self) -> None:
+        self.collector.stop()
         await self.shutdown()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.collector.input_seen()
+        await super().on_event(event)
 
     # -- keys beyond the main screen -------------------------------------------------------
 

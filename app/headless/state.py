@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -152,3 +154,21 @@ class DebugState:
             if b.script_index == script_index and b.call_index == call_index:
                 served = b.chunks_served
         return served
+
+
+def remove_ready_files(created: Iterable[Path], own: Path | None) -> None:
+    """Delete the empty ready markers the engine created, then the app's own temporary ready
+    dir (``own``) where empty; anything else in it was put there by someone else."""
+    for path in created:
+        try:
+            if path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+        except OSError:
+            pass  # gone already, or not ours to remove
+    if own is None or not own.is_dir():
+        return
+    for folder, _, _ in sorted(os.walk(own), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(folder)  # only empty ones
+        except OSError:
+            pass

@@ -23,10 +23,12 @@ from ..wire.jsonbytes import encode as encode_json
 
 YIELD_EVERY = 64
 """Chunks served between two yields to the event loop (fairness across streams)."""
-YIELD_EVERY_BUSY = 16
-"""The same when more than ``BUSY_STREAMS`` streams are in flight: shorter turns keep every
-new session's first chunk prompt, at a small cost in total throughput."""
-BUSY_STREAMS = 4
+ROUND_CHUNKS = 256
+"""Chunks all streams in flight serve together between two chances for anything else on the
+event loop (new sessions' first chunks, the embedded debugger's keys): each stream's turn is
+this shared among them, so a round costs the same with 50 streams as with 4."""
+YIELD_MIN = 4
+"""The shortest turn (below it the yields cost more than the chunks)."""
 
 
 class StreamCount:
@@ -39,7 +41,7 @@ class StreamCount:
 
     def turn(self) -> int:
         """Chunks a stream serves before yielding to the others."""
-        return YIELD_EVERY if self.active <= BUSY_STREAMS else YIELD_EVERY_BUSY
+        return max(YIELD_MIN, min(YIELD_EVERY, ROUND_CHUNKS // max(self.active, 1)))
 
 _encode = encode_json
 _JSON = [(b"content-type", b"application/json")]

@@ -51,6 +51,7 @@ class DshReplay(InProcessClients):
         self._env: dict[str, str | None] = {}
         self._allow_unconsumed = False
         self._scrub: Scrubber | None = None
+        self._scrub_read = False
         self.failed_reported = False
 
     def serve(self, scenario: str | os.PathLike[str] | None = None, *, consumed: bool = True,
@@ -105,17 +106,21 @@ class DshReplay(InProcessClients):
         return "episodes" if settings.record == "new_episodes" else "replay"
 
     def _scrubber(self) -> Scrubber | None:
-        """The scrub the ``dsh_replay_config`` fixture asks for (None when it asks none)."""
-        if self._scrub is None:
-            from ..errors import ReplayError
-            from ..record.scrub import Scrubber
-
+        """The scrub the ``dsh_replay_config`` fixture asks for (None when it asks none; an
+        empty config, the default, loads nothing of the recorder)."""
+        if not self._scrub_read:
             config = self._request.getfixturevalue(CONFIG_FIXTURE)
-            try:
-                self._scrub = Scrubber.from_config(config, f"the {CONFIG_FIXTURE} fixture")
-            except ReplayError as exc:
-                pytest.fail(f"dsh-replay: [{exc.code}] {exc.message}", pytrace=False)
-        return self._scrub if self._scrub.active else None
+            if config:
+                from ..errors import ReplayError
+                from ..record.scrub import Scrubber
+
+                try:
+                    scrub = Scrubber.from_config(config, f"the {CONFIG_FIXTURE} fixture")
+                except ReplayError as exc:
+                    pytest.fail(f"dsh-replay: [{exc.code}] {exc.message}", pytrace=False)
+                self._scrub = scrub if scrub.active else None
+            self._scrub_read = True
+        return self._scrub
 
     def _ready_dir(self) -> Path:
         """The test's own directory for hang readyFiles (made in its ``tmp_path``)."""

@@ -99,7 +99,7 @@ class LoopThread:
         """Stop the loop and join its thread."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.post(self.loop.stop)  # after what was queued later
         self._thread.join()
         self.loop.close()
 

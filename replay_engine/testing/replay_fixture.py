@@ -63,7 +63,6 @@ class DshReplay(InProcessClients):
         (and a placeholder API key where none is set, when replaying) for the test.
         """
         from .scenario_run import ScenarioRun
-        from .servers import holds_scenario
         from .settings import default_scenario
 
         node = self._request.node
@@ -77,7 +76,7 @@ class DshReplay(InProcessClients):
         known = self._runs.get(directory)
         if known is not None:
             return known
-        run = ScenarioRun(directory, self._mode(directory, holds_scenario(directory)),
+        run = ScenarioRun(directory, self._mode(directory),
                           shown=self.shown, consumed=consumed,
                           strict=self._settings.strict if strict is None else strict,
                           bind=bind, scrub=self._scrubber())
@@ -94,14 +93,17 @@ class DshReplay(InProcessClients):
             self._point_clients(run)
         return run
 
-    def _mode(self, directory: Path, exists: bool) -> Mode:
-        """What the scenario is served as, by the session's options."""
+    def _mode(self, directory: Path) -> Mode:
+        """What the scenario is served as, by the session's options (the directory is looked
+        at only when recording may depend on what it holds)."""
+        from .servers import holds_scenario
+
         settings = self._settings
         if settings.debug is not None:
             return "debug"
         if settings.record == "none" or directory in self._pool.recorded:
             return "replay"  # a scenario recorded earlier in this session replays
-        if settings.record == "all" or not exists:
+        if settings.record == "all" or not holds_scenario(directory):
             return "record"
         return "episodes" if settings.record == "new_episodes" else "replay"
 

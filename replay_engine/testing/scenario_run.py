@@ -166,6 +166,8 @@ class ScenarioRun:
                         problems)
 
             scripts, journal, unconsumed, problems = pool.loop.call(facts)
+            if not (scripts or refused or unconsumed or problems):
+                return []  # the replay went as recorded
         return failure_report(self._shown(self.scenario), self.run, scripts, journal,
                               list(self._refused), unconsumed, problems, failed=failed)
 

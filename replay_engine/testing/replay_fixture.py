@@ -51,6 +51,7 @@ class DshReplay(InProcessClients):
         self._env: dict[str, str | None] = {}
         self._allow_unconsumed = False
         self._scrub: Scrubber | None = None
+        self._scrub_read = False
         self.failed_reported = False
 
     def serve(self, scenario: str | os.PathLike[str] | None = None, *, consumed: bool = True,
@@ -62,7 +63,6 @@ class DshReplay(InProcessClients):
         (and a placeholder API key where none is set, when replaying) for the test.
         """
         from .scenario_run import ScenarioRun
-        from .servers import holds_scenario
         from .settings import default_scenario
 
         node = self._request.node
@@ -76,7 +76,7 @@ class DshReplay(InProcessClients):
         known = self._runs.get(directory)
         if known is not None:
             return known
-        run = ScenarioRun(directory, self._mode(directory, holds_scenario(directory)),
+        run = ScenarioRun(directory, self._mode(directory),
                           shown=self.shown, consumed=consumed,
                           strict=self._settings.strict if strict is None else strict,
                           bind=bind, scrub=self._scrubber())
@@ -93,29 +93,36 @@ class DshReplay(InProcessClients):
             self._point_clients(run)
         return run
 
-    def _mode(self, directory: Path, exists: bool) -> Mode:
-        """What the scenario is served as, by the session's options."""
+    def _mode(self, directory: Path) -> Mode:
+        """What the scenario is served as, by the session's options (the directory is looked
+        at only when recording may depend on what it holds)."""
+        from .servers import holds_scenario
+
         settings = self._settings
         if settings.debug is not None:
             return "debug"
         if settings.record == "none" or directory in self._pool.recorded:
             return "replay"  # a scenario recorded earlier in this session replays
-        if settings.record == "all" or not exists:
+        if settings.record == "all" or not holds_scenario(directory):
             return "record"
         return "episodes" if settings.record == "new_episodes" else "replay"
 
     def _scrubber(self) -> Scrubber | None:
-        """The scrub the ``dsh_replay_config`` fixture asks for (None when it asks none)."""
-        if self._scrub is None:
-            from ..errors import ReplayError
-            from ..record.scrub import Scrubber
-
+        """The scrub the ``dsh_replay_config`` fixture asks for (None when it asks none; an
+        empty config, the default, loads nothing of the recorder)."""
+        if not self._scrub_read:
             config = self._request.getfixturevalue(CONFIG_FIXTURE)
-            try:
-                self._scrub = Scrubber.from_config(config, f"the {CONFIG_FIXTURE} fixture")
-            except ReplayError as exc:
-                pytest.fail(f"dsh-replay: [{exc.code}] {exc.message}", pytrace=False)
-        return self._scrub if self._scrub.active else None
+            if config:
+                from ..errors import ReplayError
+                from ..record.scrub import Scrubber
+
+                try:
+                    scrub = Scrubber.from_config(config, f"the {CONFIG_FIXTURE} fixture")
+                except ReplayError as exc:
+                    pytest.fail(f"dsh-replay: [{exc.code}] {exc.message}", pytrace=False)
+                self._scrub = scrub if scrub.active else None
+            self._scrub_read = True
+        return self._scrub
 
     def _ready_dir(self) -> Path:
         """The test's own directory for hang readyFiles (made in its ``tmp_path``)."""

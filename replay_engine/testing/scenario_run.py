@@ -166,6 +166,8 @@ class ScenarioRun:
                         problems)
 
             scripts, journal, unconsumed, problems = pool.loop.call(facts)
+            if not (scripts or refused or unconsumed or problems):
+                return []  # the replay went as recorded
         return failure_report(self._shown(self.scenario), self.run, scripts, journal,
                               list(self._refused), unconsumed, problems, failed=failed)
 
@@ -208,12 +210,12 @@ class ScenarioRun:
             if self.engine is not None and pool is not None and self.run is not None:
                 engine, run = self.engine, self.run
 
-                def end() -> None:  # queued behind the test's calls on the loop: no need to wait
+                def end() -> None:  # runs before the next test's work reaches the loop
                     if self._unsubscribe is not None:
                         self._unsubscribe()
                     engine.forget(run)  # nothing of the run stays behind on a shared server
 
-                pool.loop.post(end)
+                pool.loop.post_later(end)
         finally:
             if self.debugger is not None:
                 self.debugger.close()

@@ -6,6 +6,8 @@ the two other ways a test can be served: a recorder, or a debugger in its own pr
 from __future__ import annotations
 
 import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import os
 import shlex
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+
+def _nothing() -> None:
+    """What wakes the loop for work queued with ``post_later`` alone."""
+
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
 """Overrides the debugger command (split like a shell would; the scenario, ``--port 0
 --url-file F --verdict-file V`` and the test's flags are appended)."""
@@ -42,6 +48,7 @@ class LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self._later: collections.deque[Callable[[], object]] = collections.deque()
         self._thread = threading.Thread(target=self._main, name="dsh-replay-servers", daemon=True)
         self._thread.start()
 
@@ -51,26 +58,48 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
+        if self._later:
+            self.post(_nothing)
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def call(self, fn: Callable[[], T]) -> T:
-        """Call ``fn`` on the loop's thread, where the engines live, and return its result."""
+        """Call ``fn`` on the loop's thread, where the engines live, and return its result
+        (one wake of the loop and one wait: no task, no coroutine)."""
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
 
-        async def inside() -> T:
-            return fn()
+        def inside() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # raised on the caller's thread
+                done.set_exception(exc)
 
-        return self.run(inside())
+        self.post(inside)
+        return done.result()
 
     def post(self, fn: Callable[[], object]) -> None:
         """Queue ``fn`` on the loop's thread without waiting for it: it runs after whatever
         was queued before it, and before anything queued later (requests included)."""
-        self.loop.call_soon_threadsafe(fn)
+        if self._later:
+            self.loop.call_soon_threadsafe(self._after_later, fn)
+        else:
+            self.loop.call_soon_threadsafe(fn)
+
+    def post_later(self, fn: Callable[[], object]) -> None:
+        """Queue ``fn`` without waking the loop for it: it runs just before the next thing
+        ``post``, ``call`` or ``run`` hand the loop (clean-up nothing waits for)."""
+        self._later.append(fn)
+
+    def _after_later(self, fn: Callable[[], object]) -> None:
+        later = self._later
+        while later:
+            later.popleft()()
+        fn()
 
     def close(self) -> None:
         """Stop the loop and join its thread."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.post(self.loop.stop)  # after what was queued later
         self._thread.join()
         self.loop.close()
 

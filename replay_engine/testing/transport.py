@@ -43,8 +43,9 @@ class Ended:
 
 class Exchange:
     """One request served by the app on the servers' loop. What the app sends reaches the
-    client through ``deliver`` (called on that loop), a response head together with the body
-    write that follows it, so the client wakes once per write."""
+    client through ``deliver`` (called on that loop), the writes of one turn of the loop
+    together (a head with the body writes that follow it at once, an answer served without a
+    wait in one delivery), so the client wakes once per turn, never mid-write."""
 
     def __init__(self, app: ASGIApp, scope: dict[str, Any], body: bytes,
                  loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
@@ -56,7 +57,7 @@ class Exchange:
         self.done = False
         """The app has returned (set on the servers' loop)."""
         self._gone = asyncio.Event()  # bound to the servers' loop when first awaited there
-        self._head: Message | None = None
+        self._pending: list[Message] = []
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -96,19 +97,18 @@ class Exchange:
     async def _send(self, message: Message) -> None:
         if self._gone.is_set():
             return  # the client is gone: what it would have read goes nowhere
-        if message["type"] == "http.response.start":
-            self._head = message
-            self.loop.call_soon(self._flush)  # alone only if no body write follows at once
-            return
-        head, self._head = self._head, None
-        if not message.get("more_body", False):
+        pending = self._pending
+        if not pending:
+            self.loop.call_soon(self._flush)  # once the app waits, or its turn ends
+        pending.append(message)
+        if message["type"] != "http.response.start" and not message.get("more_body", False):
             self._gone.set()  # a complete answer: the app's next receive is a disconnect
-        self.deliver([message] if head is None else [head, message])
+            self._flush()
 
     def _flush(self) -> None:
-        head, self._head = self._head, None
-        if head is not None:
-            self.deliver([head])
+        pending, self._pending = self._pending, []
+        if pending:
+            self.deliver(pending)
 
 
 def asgi_scope(request: Any) -> dict[str, Any]:

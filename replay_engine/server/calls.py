@@ -3,12 +3,14 @@
 Each answer watches the client while it serves: a disconnect cancels the call
 (it ends as cancelled, its cursor stays advanced) without disturbing the
 server. Streams yield to the event loop every ``YIELD_EVERY`` chunks (fewer when many are
-in flight) so concurrent sessions progress fairly.
+in flight), or sooner once a turn has run ``TURN_S``, so concurrent sessions progress fairly
+and nothing else on the loop waits long behind a round of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -28,16 +30,22 @@ ROUND_CHUNKS = 256
 event loop (new sessions' first chunks, the embedded debugger's keys): each stream's turn is
 this shared among them, so a round costs the same with 50 streams as with 4."""
 YIELD_MIN = 4
-"""The shortest turn (below it the yields cost more than the chunks)."""
+"""The shortest turn (below it the yields cost more than the chunks); a turn's clock is read
+once per this many chunks."""
+TURN_S = 0.002
+"""The longest a stream's turn runs before it yields, whatever its chunk count: chunks cost
+more while the machine is busy (or when large), and a round of 50 streams must still leave
+room for a key's repaint."""
 
 
 class StreamCount:
-    """How many call streams one app is serving right now."""
+    """How many call streams one app is serving right now, and how long a turn runs."""
 
-    __slots__ = ("active",)
+    __slots__ = ("active", "turn_s")
 
-    def __init__(self) -> None:
+    def __init__(self, turn_s: float = TURN_S) -> None:
         self.active = 0
+        self.turn_s = turn_s
 
     def turn(self) -> int:
         """Chunks a stream serves before yielding to the others."""
@@ -125,6 +133,9 @@ class CallStream:
             # next chunk at once; anything that could hold the stream flushes first.
             started = False
             served = 0
+            left = streams.turn()
+            clock = time.perf_counter
+            since = clock()
             pending: list[bytes] = []
             ready = self.handle.ready
             entry = self.handle.entry
@@ -141,7 +152,9 @@ class CallStream:
                     if data:
                         pending.append(data)
                     served += 1
-                    turn = served % streams.turn() == 0
+                    left -= 1
+                    turn = left <= 0 or (served % YIELD_MIN == 0
+                                         and clock() - since >= streams.turn_s)
                     if turn or (pending and not started) or not ready():
                         if pending:
                             if not started:
@@ -152,6 +165,8 @@ class CallStream:
                             pending.clear()
                         if turn:
                             await asyncio.sleep(0)
+                            left = streams.turn()
+                        since = clock()
                 pending.append(wire.close())
             except ReplayError as exc:
                 if not started and served == 0 and errors_as_status:

@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     from .scenario.loading import (
         CHILD_RE,
         PRIMARY_NAME,
+        LoadProgress,
         Scenario,
         load_replay_script,
         load_scenario,
@@ -217,6 +218,7 @@ _LAZY: dict[str, str] = {
     "CHILD_RE": "scenario.loading",
     "PRIMARY_NAME": "scenario.loading",
     "Scenario": "scenario.loading",
+    "LoadProgress": "scenario.loading",
     "load_replay_script": "scenario.loading",
     "load_scenario": "scenario.loading",
     "load_scenario_config": "scenario.loading",
@@ -359,6 +361,7 @@ __all__ = [
     "js_string",
     "live_new_messages",
     "load_log",
+    "LoadProgress",
     "load_replay_script",
     "load_scenario",
     "load_scenario_config",

@@ -8,9 +8,12 @@ keeps each call's chunks. ``lenient`` keeps a call that never finished (authorin
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
+from typing import BinaryIO
 
 from ..models import ScriptEntry, SessionHeader
 from .derive import Deriver
@@ -19,7 +22,13 @@ from .logs import ensure_log_file, unreadable_log_error
 from .logscan import gc_paused
 from .reader import read_log
 
-__all__ = ["LoadedLog", "derive_any", "derive_log_bytes", "load_log"]
+__all__ = ["PROGRESS_BLOCK", "LoadedLog", "Progress", "derive_any", "derive_log_bytes", "load_log"]
+
+PROGRESS_BLOCK = 4_000_000
+"""Bytes read between two progress reports (the first report comes after a quarter of it)."""
+Progress = Callable[[int, int, list[ScriptEntry]], None]
+"""Told (bytes read, file size, the calls derived so far: a list the reader keeps appending
+to, so the receiver copies what it keeps) between blocks of a log being loaded."""
 
 
 @dataclass(slots=True)
@@ -36,14 +45,20 @@ class LoadedLog:
 
 
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None,
-             lenient: bool = False) -> LoadedLog:
+             lenient: bool = False, progress: Progress | None = None) -> LoadedLog:
     """Stream a log file from disk, derive its script; a child (``seed_length``) from its
-    inherited history on. The file name's generation (``.vK``) says how it is read."""
+    inherited history on. The file name's generation (``.vK``) says how it is read.
+    ``progress`` is told how far the read got, block by block (see ``Progress``)."""
     file = name or str(path)
     ensure_log_file(path, file)
     try:
         with open(path, "rb") as handle, gc_paused():
-            return derive_any(handle, file, seed_length, generation_of(file), lenient=lenient)
+            if progress is None:  # the hot path: the file's own line iterator
+                return derive_any(handle, file, seed_length, generation_of(file),
+                                  lenient=lenient)
+            deriver = Deriver(file, lenient=lenient)
+            lines = chain.from_iterable(_blocks(handle, progress, deriver.entries))
+            return derive_any(lines, file, seed_length, generation_of(file), deriver=deriver)
     except OSError as exc:  # cannot open, or a read fails midway (EIO)
         raise unreadable_log_error(path, file, exc) from None
 
@@ -57,10 +72,28 @@ def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool 
         return derive_any(io.BytesIO(data), file, seed_length, generation, lenient=lenient)
 
 
+def _blocks(handle: BinaryIO, progress: Progress,
+            entries: list[ScriptEntry]) -> Iterator[io.BytesIO]:
+    """The file as blocks of whole lines (each split by ``BytesIO`` exactly as the file's own
+    iterator splits), ``progress`` told before each block after the first."""
+    total = os.fstat(handle.fileno()).st_size
+    done = 0
+    size = PROGRESS_BLOCK // 4
+    while block := handle.read(size) + handle.readline():
+        if done:
+            progress(done, total, entries)
+        done += len(block)
+        size = PROGRESS_BLOCK
+        yield io.BytesIO(block)
+    progress(done, max(total, done), entries)
+
+
 def derive_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int, *,
-               lenient: bool = False) -> LoadedLog:
-    """Derive a log of any generation: v2+ by settlements (SPEC 2b), v0/v1 by chunk events."""
-    deriver = Deriver(file, lenient=lenient)
+               lenient: bool = False, deriver: Deriver | None = None) -> LoadedLog:
+    """Derive a log of any generation: v2+ by settlements (SPEC 2b), v0/v1 by chunk events
+    (into ``deriver`` when given, else a new one)."""
+    if deriver is None:
+        deriver = Deriver(file, lenient=lenient)
     found = read_log(lines, file, deriver, child=use_seed, generation=generation)
     entries = deriver.finish()
     header = SessionHeader(**found.fields) if found.fields else SessionHeader()

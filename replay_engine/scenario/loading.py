@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,26 @@ class Scenario:
             "scripts": [s.to_json(with_origin=with_origin) for s in self.scripts],
             "headers": {name: h.to_json() for name, h in self.headers.items()},
         }
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProgress:
+    """How far the first read of a scenario got: the primary's calls derived so far."""
+
+    primary: SessionScript
+    """The primary as far as it is derived (header read, sidecar not applied yet)."""
+    done: int
+    """Bytes of the primary log read."""
+    total: int
+    """The primary log's size in bytes."""
+
+    def describe(self) -> str:
+        """``loading… 23 MB of 100 MB`` (MB of 10^6 bytes)."""
+        return f"loading… {self.done / 1e6:.0f} MB of {self.total / 1e6:.0f} MB"
+
+
+ScenarioProgress = Callable[[LoadProgress], None]
+"""Told, from the loading thread, each time another block of the primary log was read."""
 
 
 def config_from_directory(path: str | Path) -> ReplayConfig:
@@ -140,10 +160,12 @@ def missing_primary_error(config: ReplayConfig) -> ScenarioNotFoundError:
 
 
 def load_scenario_config(config: ReplayConfig, root: Path | None = None,
-                         ignored: list[Path] | None = None) -> Scenario:
-    """Load every script a config names, ordered and with the sidecar applied."""
+                         ignored: list[Path] | None = None, *,
+                         progress: ScenarioProgress | None = None) -> Scenario:
+    """Load every script a config names, ordered and with the sidecar applied; ``progress``
+    is told how far the primary log's derivation got (see ``LoadProgress``)."""
     try:
-        scenario = _load_scenario_config(config, root)
+        scenario = _load_scenario_config(config, root, progress)
         scenario.ignored = list(ignored or [])
         return scenario
     except OSError as exc:  # a file that vanished or turned unreadable while loading
@@ -152,7 +174,25 @@ def load_scenario_config(config: ReplayConfig, root: Path | None = None,
                          "files readable regular files.", file=name, code="IO") from None
 
 
-def _load_scenario_config(config: ReplayConfig, root: Path | None) -> Scenario:
+def _primary_progress(path: Path, progress: ScenarioProgress) -> LoadedLog:
+    """Load the primary log, telling ``progress`` its calls as they are derived."""
+    try:
+        header = read_header(path)
+    except ReplayError:  # the full read says what is wrong
+        header = SessionHeader()
+    file = str(path)
+
+    def told(done: int, total: int, entries: list[ScriptEntry]) -> None:
+        primary = SessionScript(recorded_id=header.id, created_at=header.createdAt,
+                                entries=entries[:], primary=True, file=file,
+                                seed_length=header.seedLength, header=header)
+        progress(LoadProgress(primary, done, total))
+
+    return load_log(path, progress=told)
+
+
+def _load_scenario_config(config: ReplayConfig, root: Path | None,
+                          progress: ScenarioProgress | None = None) -> Scenario:
     try:
         sidecar = _read_sidecar(config)
     except SidecarError as exc:
@@ -175,7 +215,8 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None) -> Scenario:
             # (SPEC 2b.6); a call that never finished is what the list replaces, not an error.
             header = load_log(primary_path, lenient=True).header
         else:
-            loaded: LoadedLog = load_log(primary_path)
+            loaded: LoadedLog = (load_log(primary_path) if progress is None
+                                 else _primary_progress(primary_path, progress))
             header, derived = loaded.header, loaded.entries
             untimed = loaded.untimed
         headers[primary_path.name] = header
@@ -259,10 +300,12 @@ def read_header(path: Path) -> SessionHeader:
     return SessionHeader()
 
 
-def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> Scenario:
-    """Load a scenario directory, or (None / a mapping) the DSH_SNAPSHOT_* variables."""
+def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None, *,
+                  progress: ScenarioProgress | None = None) -> Scenario:
+    """Load a scenario directory, or (None / a mapping) the DSH_SNAPSHOT_* variables;
+    ``progress`` sees the primary's calls as they are derived (a persisted session: none)."""
     if path_or_env is None or isinstance(path_or_env, Mapping):
-        return load_scenario_config(config_from_env(path_or_env))
+        return load_scenario_config(config_from_env(path_or_env), progress=progress)
     root = Path(path_or_env)
     persisted = persisted_selection(root)
     if persisted is not None:
@@ -270,7 +313,8 @@ def load_scenario(path_or_env: str | Path | Mapping[str, str] | None = None) -> 
         scenario.ignored = persisted[1]
         return scenario
     layout = scenario_layout(root)
-    return load_scenario_config(config_of_layout(layout), root=root, ignored=layout.ignored)
+    return load_scenario_config(config_of_layout(layout), root=root, ignored=layout.ignored,
+                                progress=progress)
 
 
 def load_persisted(path: Path) -> Scenario:

@@ -20,6 +20,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from replay_engine import (
+    LoadProgress,
     ReplayEngine,
     ReplayError,
     ReplayServer,
@@ -73,12 +74,15 @@ class ReplayApp(OpenInEditorKey, App[str]):
                                 own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)
-        self.loader = ScenarioLoader(self.state, self.main, self.guard)
+        self.loader = ScenarioLoader(self.state, self.main, self.guard, self._show_partial)
         self.server: ReplayServer | None = None
         self.ready = asyncio.Event()
         self.replay_ready = asyncio.Event()
         """Set once startup is over: the scenario loaded and served (in record mode, after the
         recording stopped), or it could not be."""
+        self.first_rows = asyncio.Event()
+        """Set once the scripts pane first holds rows: the primary's first calls while the
+        first load still reads it (nothing is served yet), else as ``ready``."""
         self.watching = asyncio.Event()
         """Set once the hot-reload watch is in place."""
         self.awaiting_directory = asyncio.Event()
@@ -150,6 +154,16 @@ class ReplayApp(OpenInEditorKey, App[str]):
         """The live pane."""
         return self.main.live_pane
 
+    def _show_partial(self, progress: LoadProgress | None) -> bool:
+        """The first load's progress in the scripts pane (None: its rows go away); False
+        before the panes exist."""
+        if not self.main.ready_to_paint():
+            return False
+        self.scripts_view.show_loading(progress)
+        if progress is not None and progress.primary.entries:
+            self.first_rows.set()
+        return True
+
     async def next_flush(self) -> None:
         """Wait for the next repaint (tests await this instead of sleeping)."""
         await self.main.next_flush()
@@ -169,6 +183,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
     async def _startup(self) -> None:
         await self.main.panes_ready.wait()
         if self.record is not None and not await self._record_first(self.record):
+            self.first_rows.set()
             self.ready.set()
             self.replay_ready.set()
             return
@@ -181,6 +196,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
                             name="watch", group="watch", exclusive=True)
         elif self.options.watch and not self.options.scenario.exists():
             self.run_worker(self._await_directory(), name="watch", group="watch", exclusive=True)
+        self.first_rows.set()
         self.ready.set()
         self.replay_ready.set()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +17,7 @@ from replay_engine import (
     SIDECAR_NAME,
     UNFINISHED_CALL,
     InputError,
+    LoadProgress,
     ReplayError,
     Scenario,
     ScenarioNotFoundError,
@@ -67,13 +70,32 @@ class ReloadGuard(Protocol):
         """Keep a reload for when the editor closes."""
 
 
+PartialView = Callable[[LoadProgress | None], bool]
+"""Shows the primary's calls read so far by the first load (None: take them away again);
+False when the screen cannot show them yet (they are offered again with the next progress)."""
+PROGRESS_PAINT_S = 0.25
+"""The first load's rows are shown again at most this often: each showing lays the screen out
+again, which the loading thread waits for (it shares the interpreter with the screen)."""
+
+
 class ScenarioLoader:
     """Loads the scenario into the engine: on start, on a key, from the watcher, from the control API."""
 
-    def __init__(self, state: DebugState, view: LoadView, guard: ReloadGuard) -> None:
+    def __init__(self, state: DebugState, view: LoadView, guard: ReloadGuard,
+                 partial: PartialView | None = None) -> None:
         self.state = state
         self.view = view
         self.guard = guard
+        self.partial = partial
+        """Where the first load's progress is shown (only rows: nothing is served meanwhile)."""
+        self._progress: LoadProgress | None = None
+        """The latest progress the loading thread handed over, not shown yet."""
+        self._handover = threading.Lock()
+        self._partial_open = False
+        """Whether the first load still reads (its progress may be shown)."""
+        self._partial_shown = False
+        self._shown_at: float | None = None
+        """When the first load's progress was last shown."""
         self._lock = asyncio.Lock()
         """One load at a time, so the watcher can tell a change it already loaded."""
         self._sidecar_digest: str | None = None
@@ -94,9 +116,38 @@ class ScenarioLoader:
 
     def prefetch(self) -> None:
         """Start reading the scenario now, in a thread, so that the first load overlaps the
-        screen's own start (the first ``load(initial=True)`` takes the result)."""
+        screen's own start (the first ``load(initial=True)`` takes the result). The primary's
+        calls show as they are derived; the engine gets nothing until the whole load is done."""
         if self._prefetched is None:
-            self._prefetched = asyncio.ensure_future(asyncio.to_thread(self._read_scenario))
+            loop = asyncio.get_running_loop()
+            self._partial_open = self.partial is not None
+            told = None if self.partial is None else lambda p: self._told(loop, p)
+            self._prefetched = asyncio.ensure_future(asyncio.to_thread(self._read_scenario, told))
+
+    def _told(self, loop: asyncio.AbstractEventLoop, progress: LoadProgress) -> None:
+        """In the loading thread: hand the latest progress over (one pending repaint at most)."""
+        with self._handover:
+            pending, self._progress = self._progress is not None, progress
+        if not pending:
+            loop.call_soon_threadsafe(self._show_progress)
+
+    def _show_progress(self) -> None:
+        with self._handover:
+            progress, self._progress = self._progress, None
+        now = time.monotonic()
+        if (progress is None or not self._partial_open or self.partial is None
+                or (self._shown_at is not None and now - self._shown_at < PROGRESS_PAINT_S)):
+            return
+        if self.partial(progress):
+            self._partial_shown = True
+            self._shown_at = now
+
+    def _close_partial(self, failed: bool) -> None:
+        """The first load ended: its progress is no longer shown (failed: its rows go away)."""
+        self._partial_open = False
+        if failed and self._partial_shown and self.partial is not None:
+            self.partial(None)
+        self._partial_shown = False
 
     async def _load_locked(self, initial: bool, why: str) -> bool:
         if not initial and self.guard.has_unsaved_changes():
@@ -106,8 +157,10 @@ class ScenarioLoader:
         try:
             scenario = await (read if read is not None else asyncio.to_thread(self._read_scenario))
         except ReplayError as exc:
+            self._close_partial(True)
             self._load_failed(exc, initial)
             return False
+        self._close_partial(False)
         self._apply(scenario, initial)
         return True
 
@@ -129,11 +182,11 @@ class ScenarioLoader:
         except OSError:
             return None  # unreadable: the load reports it
 
-    def _read_scenario(self) -> Scenario:
+    def _read_scenario(self, progress: Callable[[LoadProgress], None] | None = None) -> Scenario:
         # The digest is taken first: a write racing the load then differs and reloads again.
         self._sidecar_digest = self._read_sidecar_digest()
         try:
-            return load_scenario(self.root)
+            return load_scenario(self.root, progress=progress)
         except OSError as exc:
             raise InputError(f"{exc.filename or self.root}: cannot read "
                              f"({exc.strerror}); check the file and its permissions.",

@@ -9,7 +9,14 @@ from typing import Any
 
 from rich.text import Text
 
-from replay_engine import BindingState, RunState, SessionScript, entry_to_json, summarize_entry
+from replay_engine import (
+    BindingState,
+    LoadProgress,
+    RunState,
+    SessionScript,
+    entry_to_json,
+    summarize_entry,
+)
 
 from ..headless.scriptinfo import live_ids, show_tokens, source_label
 from ..headless.search import CallFacts, Query, call_facts, call_matches, parse_query
@@ -84,6 +91,8 @@ class ScriptsView(LineList):
         self._breakpoints: frozenset[tuple[int, int]] = frozenset()
         self._summaries: dict[tuple[int, int], dict[str, Any]] = {}
         self._facts: dict[tuple[int, int], CallFacts] = {}
+        self.loading_note: str | None = None
+        """Why the rows are not the loaded scripts yet: the first load still reads them."""
         self._filter = Query()
         self._visible: list[int] | None = None
         self._anchor: tuple[int, int | None] | None = None
@@ -92,10 +101,12 @@ class ScriptsView(LineList):
 
     # -- data in -----------------------------------------------------------------------
 
-    def set_scripts(self, scripts: list[SessionScript]) -> None:
-        """New scripts (load or reload); the selected call stays selected when it still exists."""
+    def set_scripts(self, scripts: list[SessionScript], *, loading: str | None = None) -> None:
+        """New scripts (load or reload); the selected call stays selected when it still exists.
+        ``loading`` marks the first script as still being read (its header row says so)."""
         selected = self.selected()
         self.scripts = scripts
+        self.loading_note = loading
         self._summaries.clear()
         self._facts.clear()
         self._strips.clear()
@@ -106,6 +117,13 @@ class ScriptsView(LineList):
             total += 1 + len(script.entries)
         self._total = total
         self._apply_filter(selected)
+
+    def show_loading(self, progress: LoadProgress | None) -> None:
+        """The first load's primary as far as it is read, marked as loading (None: no rows)."""
+        if progress is None:
+            self.set_scripts([])
+            return
+        self.set_scripts([progress.primary], loading=progress.describe())
 
     # -- search filter -----------------------------------------------------------------
 
@@ -308,6 +326,8 @@ class ScriptsView(LineList):
         role = "primary" if script.primary else "child"
         text.append(f"[{s}] {role} ", style="bold")
         text.append(show_tokens(script.recorded_id, self._ids) or "(no id)", style="bold cyan")
+        if self.loading_note is not None and s == 0:
+            text.append(f" · {self.loading_note}", style="bold yellow")
         if binding is not None:
             key = binding.session if binding.session is not None else "(anonymous)"
             text.append(f" ← {key} {binding.cursor}/{binding.length} {binding.status}",

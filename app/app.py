@@ -155,8 +155,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
         return self.main.live_pane
 
     def _show_partial(self, progress: LoadProgress | None) -> bool:
-        """The first load's progress in the scripts pane (None: its rows go away); False
-        before the panes exist."""
+        """The first load's progress in the scripts pane (None: rows away); False unmounted."""
         if not self.main.ready_to_paint():
             return False
         self.scripts_view.show_loading(progress)
@@ -182,6 +181,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
 
     async def _startup(self) -> None:
         await self.main.panes_ready.wait()
+        self.loader.show_progress()  # what the first load read before the panes existed
         if self.record is not None and not await self._record_first(self.record):
             self.first_rows.set()
             self.ready.set()

@@ -72,7 +72,7 @@ class ReloadGuard(Protocol):
 
 PartialView = Callable[[LoadProgress | None], bool]
 """Shows the primary's calls read so far by the first load (None: take them away again);
-False when the screen cannot show them yet (they are offered again with the next progress)."""
+False when the screen cannot show them yet (``ScenarioLoader.show_progress`` offers them again)."""
 PROGRESS_PAINT_S = 0.25
 """The first load's rows are shown again at most this often: each showing lays the screen out
 again, which the loading thread waits for (it shares the interpreter with the screen)."""
@@ -129,9 +129,11 @@ class ScenarioLoader:
         with self._handover:
             pending, self._progress = self._progress is not None, progress
         if not pending:
-            loop.call_soon_threadsafe(self._show_progress)
+            loop.call_soon_threadsafe(self.show_progress)
 
-    def _show_progress(self) -> None:
+    def show_progress(self) -> None:
+        """Show the first load's latest progress handed over (the screen calls this once its
+        panes exist: what came before is kept until then)."""
         with self._handover:
             progress, self._progress = self._progress, None
         now = time.monotonic()
@@ -141,6 +143,9 @@ class ScenarioLoader:
         if self.partial(progress):
             self._partial_shown = True
             self._shown_at = now
+            return
+        with self._handover:  # not shown yet: kept (the thread no longer schedules meanwhile)
+            self._progress = self._progress or progress
 
     def _close_partial(self, failed: bool) -> None:
         """The first load ended: its progress is no longer shown (failed: its rows go away)."""

@@ -75,17 +75,21 @@ def derive_log_bytes(data: bytes, file: str | None = None, *, seed_length: bool 
 def _blocks(handle: BinaryIO, progress: Progress,
             entries: list[ScriptEntry]) -> Iterator[io.BytesIO]:
     """The file as blocks of whole lines (each split by ``BytesIO`` exactly as the file's own
-    iterator splits), ``progress`` told before each block after the first."""
+    iterator splits), ``progress`` told before each block after the first and at the end (a
+    log read in one block is not reported: it is loaded as soon)."""
     total = os.fstat(handle.fileno()).st_size
     done = 0
     size = PROGRESS_BLOCK // 4
+    first = 0
     while block := handle.read(size) + handle.readline():
         if done:
             progress(done, total, entries)
         done += len(block)
+        first = first or done
         size = PROGRESS_BLOCK
         yield io.BytesIO(block)
-    progress(done, max(total, done), entries)
+    if done > first:
+        progress(done, max(total, done), entries)
 
 
 def derive_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int, *,

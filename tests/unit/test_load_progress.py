@@ -59,3 +59,11 @@ def test_an_error_after_progress_is_the_plain_load_error(tmp_path: Path) -> None
     with pytest.raises(DerivationError) as plain:
         load_scenario(root)
     assert reports and str(told.value) == str(plain.value)
+
+
+def test_a_log_read_in_one_block_is_not_reported(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    write_log(root / "session.jsonl", 20)
+    reports: list[LoadProgress] = []
+    assert load_scenario(root, progress=reports.append).scripts == load_scenario(root).scripts
+    assert reports == []

@@ -180,12 +180,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only-paint", action="store_true",
                         help="measure the first paint only (skip the key and reload figures)")
+    parser.add_argument("--only-keys", action="store_true",
+                        help="measure the key round-trips only (skip the first paint and reload)")
     args = parser.parse_args()
+    if not args.only_keys:
+        paint_figures(args.mb, args.rounds)
+    if args.only_paint:
+        return
+    key_and_reload_figures(args.sessions, args.keys, reload=not args.only_keys)
 
-    big = DATA / f"scenario-{args.mb}mb"
-    ensure_log(big / "session.jsonl", args.mb * MB)
+
+def paint_figures(mb: int, rounds: int) -> None:
+    """Print the first paint of an ``mb`` MB scenario (best of ``rounds``)."""
+
+    big = DATA / f"scenario-{mb}mb"
+    ensure_log(big / "session.jsonl", mb * MB)
     bares, paints, fulls = [], [], []
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         t = time.perf_counter()
         load_scenario(big)
         bares.append(time.perf_counter() - t)
@@ -193,14 +204,15 @@ def main() -> None:
         paints.append(rows)
         fulls.append(full)
     bare, paint, loaded = min(bares), min(paints), min(fulls)
-    print(f"first paint of a {args.mb} MB scenario (the primary's first calls on screen, "
+    print(f"first paint of a {mb} MB scenario (the primary's first calls on screen, "
           f"marked loading): {paint:.2f} s (target <= {FIRST_PAINT_S} s); bare load_scenario "
           f"{bare:.2f} s; ratio {paint / bare:.2f}x")
     print(f"  whole scenario loaded and painted (app.ready): {loaded:.2f} s; ratio "
           f"{loaded / bare:.2f}x the bare load")
-    if args.only_paint:
-        return
 
+
+def key_and_reload_figures(sessions: int, keys: int, *, reload: bool) -> None:
+    """Print the key round-trips while ``sessions`` stream, then (``reload``) reload-to-tree."""
     with tempfile.TemporaryDirectory() as tmp:
         many = Path(tmp) / "many"
         many.mkdir()
@@ -208,18 +220,20 @@ def main() -> None:
         if not small.is_file():
             write_log(small, MB, seed=7)
         shutil.copy(small, many / "session.jsonl")
-        for i in range(1, args.sessions):
+        for i in range(1, sessions):
             os.link(small, many / f"session.{i}.jsonl")
-        idle, busy, streamed = asyncio.run(key_round_trips(many, args.sessions, args.keys))
+        idle, busy, streamed = asyncio.run(key_round_trips(many, sessions, keys))
         for name, i in (("handled", 0), ("painted", 1)):
             med_idle, med_busy = statistics.median(idle[i]), statistics.median(busy[i])
             target = (f"target median <= {KEY_MEDIAN_S * 1000:.0f} ms, max < "
                       f"{KEY_MAX_S * 1000:.0f} ms" if name == "painted" else "no target")
-            print(f"key round-trip ({name}), {args.sessions} sessions streaming at full speed: "
+            print(f"key round-trip ({name}), {sessions} sessions streaming at full speed: "
                   f"median {med_busy * 1000:.1f} ms, max {max(busy[i]) * 1000:.1f} ms "
                   f"({target}); idle median {med_idle * 1000:.1f} ms; ratio "
                   f"{med_busy / med_idle:.2f}x")
         print(f"  {streamed} chunks served during the presses")
+        if not reload:
+            return
 
         one = Path(tmp) / "one"
         one.mkdir()

@@ -16,8 +16,6 @@ from .line_list import LineList
 from .scripts_view import STATUS_STYLE
 
 LOG_LINES = 2000
-SESSION_ROWS = 6
-"""At most this many rows of the session list show at once (it scrolls)."""
 KEY_WIDTH = 12
 CURSOR_WIDTH = 7
 STATE_WIDTH = 22
@@ -155,8 +153,7 @@ class LivePane(Vertical):
         view = self.session_list
         count = len(view.rows) + 1 if view.rows else len(view.hint)
         if count != view.row_count:
-            view.set_rows(count)
-            view.styles.height = min(count, SESSION_ROWS)
+            view.set_rows(count)  # a fixed height (app.tcss): a new count never re-lays out
 
     def set_state(self, state: RunState, names: list[str],
                   others: Sequence[RunState] = ()) -> None:

@@ -1,7 +1,8 @@
 """Benchmark the debugger headless: first paint of a 100 MB scenario, key round-trip while 50
 sessions stream at full speed, and the delay from writing a changed 1 MB log to the updated tree.
 
-Run by hand: ``python3 benchmarks/tui.py [--mb 100] [--sessions 50] [--keys 40] [--rounds 3]``.
+Run by hand: ``python3 benchmarks/tui.py [--mb 100] [--sessions 50] [--keys 40] [--rounds 3]
+[--only-paint | --only-keys]``.
 Targets: first paint <= 0.5 s; the painted key round-trip one frame (33 ms) median and under
 100 ms max; reload-to-tree <= 300 ms. Each number is printed with a baseline measured in the
 same run (the bare load, the key round-trip with nothing streaming, the bare load of the 1 MB

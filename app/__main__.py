@@ -18,6 +18,7 @@ from replay_engine import (
     atomic_write,
     parse_breakpoint,
     run_verdict,
+    serve_fields,
     serve_options,
 )
 
@@ -91,15 +92,9 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         from replay_engine import check_upstream
 
         check_upstream(args.upstream)
-    return AppOptions(
-        scenario=args.scenario_path, host=serve.host, port=serve.port, pace=serve.pace,
-        providers=serve.providers, ready_dir=serve.ready_dir, url_file=serve.url_file,
-        sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
-        strict=serve.strict, bind=serve.bind,
-        upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
-        mode=args.mode, breaks=tuple(args.breaks),
-        wire=serve.wire,
-    )
+    return AppOptions(**serve_fields(serve), scenario=args.scenario_path,
+                      upstream=args.upstream, force=args.force, mode=args.mode,
+                      breaks=tuple(args.breaks))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

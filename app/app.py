@@ -67,11 +67,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
         self.options = options
         ready_dir = options.ready_dir
         own = None if ready_dir is not None else Path(tempfile.mkdtemp(prefix="dsh-replay-tui-ready-"))
-        self.state = DebugState(options, ReplayEngine([], pace=options.pace,
-                                                      ready_dir=ready_dir or own,
-                                                      journal_limit=options.journal_limit,
-                                                      strict=options.strict, bind=options.bind),
-                                own_ready_dir=own)
+        self.state = DebugState(options, options.new_engine(ready_dir=own), own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)
         self.loader = ScenarioLoader(self.state, self.main, self.guard, self._show_partial)
@@ -242,13 +238,9 @@ class ReplayApp(OpenInEditorKey, App[str]):
     async def _start_server(self, port: int | None = None) -> None:
         try:
             # The scripts route asks for the scenario on every request, so hot reloads show.
-            self.server = ReplayServer(
-                self.engine, host=self.options.host,
-                port=self.options.port if port is None else port,
-                providers=self.options.providers, scenario=lambda: self.state.scenario,
-                reload=self.loader.reload_from_api, sdk_retries=self.options.sdk_retries,
-                allow_hosts=self.options.allow_hosts, wire=self.options.wire,
-            )
+            self.server = ReplayServer.serving(
+                self.engine, self.options, scenario=lambda: self.state.scenario,
+                reload=self.loader.reload_from_api, port=port)
             self.state.url = await self.server.start()
         except (OSError, ReplayError) as exc:
             self.server = None

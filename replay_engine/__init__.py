@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     )
     from .authoring.raw import RawSidecar, open_raw_sidecar
     from .authoring.unfinished import open_draft
-    from .cli.serve_options import ServeOptions, add_serve_arguments, serve_options
-    from .cli.version import VersionAction, package_version
+    from .server.options import ServeOptions, add_serve_arguments, serve_fields, serve_options
+    from .version import VersionAction, package_version
     from .context import (
         ContextItem,
         DiffRow,
@@ -247,12 +247,13 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
-    "package_version": "cli.version",
-    "VersionAction": "cli.version",
-    "ServeOptions": "cli.serve_options",
+    "package_version": "version",
+    "VersionAction": "version",
+    "ServeOptions": "server.options",
     "WireOptions": "wire.dialect",
-    "add_serve_arguments": "cli.serve_options",
-    "serve_options": "cli.serve_options",
+    "add_serve_arguments": "server.options",
+    "serve_options": "server.options",
+    "serve_fields": "server.options",
 }
 """Where each public name lives: imported on first use, so ``import replay_engine`` (and
 the ``dsh-replay`` start-up) does not pay for pydantic, anyio and the server up front."""
@@ -356,6 +357,7 @@ __all__ = [
     "loopback_warning",
     "cannot_listen",
     "serve_options",
+    "serve_fields",
     "printable",
     "port_arg",
     "js_string",

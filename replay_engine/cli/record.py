@@ -6,7 +6,7 @@ load as recorded (a child session's call failed upstream; the message names it),
 recording failed (a write that failed stops it at once, the error named; the logs keep every
 whole call) or another recorder holds the directory; 4 when it cannot listen on its port (as
 ``serve`` and the debugger). The listening flags and ``--url-file`` are the serving front
-ends' own (``serve_options``).
+ends' own (``server/options.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..server.listen import (
     cannot_listen,
     loopback_warning,
 )
-from .serve_options import add_url_file_argument
+from ..server.options import add_url_file_argument
 
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 

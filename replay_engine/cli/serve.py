@@ -23,7 +23,7 @@ from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
 from ..server.listen import cannot_listen, loopback_warning
-from .serve_options import ServeOptions, add_serve_arguments, serve_options
+from ..server.options import ServeOptions, add_serve_arguments, serve_options
 
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
@@ -90,9 +90,7 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
 
 
 async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scenario) -> int:
-    engine = ReplayEngine(scenario.scripts, options.pace.ms, pace=options.pace,
-                          ready_dir=options.ready_dir, journal_limit=options.journal_limit,
-                          strict=options.strict, bind=options.bind)
+    engine = options.new_engine(scenario.scripts)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
@@ -101,10 +99,7 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
         engine.reload(fresh.scripts)
         return fresh
 
-    server = ReplayServer(engine, host=options.host, port=options.port,
-                          providers=options.providers, scenario=scenario, reload=reload,
-                          sdk_retries=options.sdk_retries, allow_hosts=list(options.allow_hosts),
-                          wire=options.wire)
+    server = ReplayServer.serving(engine, options, scenario=scenario, reload=reload)
     try:
         url = await server.start()
     except OSError as exc:

@@ -1,31 +1,35 @@
 """The embedded runner: the replay app on uvicorn inside an already running event loop.
 
 ``ReplayServer`` binds, serves and stops cleanly without installing signal handlers (the
-debugger and test harnesses own the loop); ``serve_scenario`` loads a scenario directory and
-serves it for the length of an ``async with``.
+debugger and test harnesses own the loop); ``ReplayServer.serving`` is the one way every front
+end builds it from the serve option set (``options.ServeOptions``); ``serve_scenario`` loads a
+scenario directory and serves it for the length of an ``async with``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..engine import BindMode, Pace, ReplayEngine
+from ..engine import Pace, ReplayEngine
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
+from .options import ServeOptions
 from .served import OverflowHandler, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
@@ -184,6 +188,19 @@ class ReplayServer:
         self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
 
+    @classmethod
+    def serving(cls, engine: ReplayEngine, options: ServeOptions, *, scenario: ScenarioSource,
+                reload: Callable[[], object] | None = None,
+                port: int | None = None) -> ReplayServer:
+        """The server ``options`` ask for, serving ``engine`` (made by ``options.new_engine``):
+        host, port (``port`` stands in, e.g. the port a recording just let go), provider
+        catalog, SDK retries, allowed hosts and wire options. Every front end builds its
+        server here, so none can drop an option."""
+        return cls(engine, host=options.host, port=options.port if port is None else port,
+                   providers=options.providers, scenario=scenario, reload=reload,
+                   sdk_retries=options.sdk_retries, allow_hosts=options.allow_hosts,
+                   wire=options.wire)
+
     @property
     def scenario(self) -> Scenario | None:
         """The scenario the scripts route reports (a provider is asked now)."""
@@ -246,30 +263,34 @@ class ReplayServer:
         await self.stop()
 
 
+SERVE_SCENARIO_DEFAULTS = ServeOptions(port=0)
+"""``serve_scenario``'s options when none are given: every default, on a free port."""
+
+
 @contextlib.asynccontextmanager
-async def serve_scenario(
-    path: str | Path,
-    *,
-    port: int = 0,
-    host: str = "127.0.0.1",
-    pace_ms: int = 0,
-    pace: Pace | None = None,
-    ready_dir: str | Path | None = None,
-    providers: list[ProviderConfig] | None = None,
-    sdk_retries: bool = False,
-    wire: WireOptions | None = None,
-    bind: BindMode = "content",
-) -> AsyncIterator[ReplayServer]:
-    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
+async def serve_scenario(path: str | Path, options: ServeOptions | None = None,
+                         **changes: Any) -> AsyncIterator[ReplayServer]:
+    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``).
+
+    ``options`` is the serve option set (default: ``SERVE_SCENARIO_DEFAULTS``, a free port);
+    ``changes`` replace any of its fields by name (``port=0``, ``strict=True``,
+    ``journal_limit=50``...), and ``pace_ms=N`` stands for ``pace=Pace("fixed", N)``. A name
+    that is not an option raises ``TypeError``."""
+    if "pace_ms" in changes:
+        changes["pace"] = changes.get("pace") or Pace("fixed", changes["pace_ms"])
+        del changes["pace_ms"]
+    if "wire" in changes and changes["wire"] is None:
+        del changes["wire"]
+    if isinstance(changes.get("ready_dir"), str):
+        changes["ready_dir"] = Path(changes["ready_dir"])
+    chosen = dataclasses.replace(options or SERVE_SCENARIO_DEFAULTS, **changes)
     scenario = load_scenario(path)
-    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
+    engine = chosen.new_engine(scenario.scripts)
 
     def reload() -> Scenario:
         fresh = load_scenario(path)
         engine.reload(fresh.scripts)
         return fresh
 
-    async with ReplayServer(engine, host=host, port=port, providers=providers,
-                            scenario=scenario, reload=reload, sdk_retries=sdk_retries,
-                            wire=wire) as server:
+    async with ReplayServer.serving(engine, chosen, scenario=scenario, reload=reload) as server:
         yield server

@@ -93,12 +93,13 @@ class ScenarioRun:
             self.url = self.recording.url
         elif self.mode == "debug":
             from ..engine import DEFAULT_RUN
+            from ..server.options import ServeOptions
             from .servers import Debugger, debugger_flags
 
             assert settings.debug is not None
             self._work = Path(tempfile.mkdtemp(prefix="dsh-replay-debug-"))
             self.debugger = Debugger(self.scenario, self._work, debugger_flags(
-                settings.debug, settings.breaks, strict=self.strict, bind=self.bind))
+                settings.debug, settings.breaks, ServeOptions(strict=self.strict, bind=self.bind)))
             self.url = self.debugger.wait_for_url()
             self.run = DEFAULT_RUN
         else:

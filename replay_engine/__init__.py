@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     )
     from .authoring.raw import RawSidecar, open_raw_sidecar
     from .authoring.unfinished import open_draft
-    from .server.options import ServeOptions, add_serve_arguments, serve_fields, serve_options
-    from .version import VersionAction, package_version
     from .context import (
         ContextItem,
         DiffRow,
@@ -125,9 +123,11 @@ if TYPE_CHECKING:
     )
     from .server import ReplayServer, is_loopback
     from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
+    from .server.options import ServeOptions, add_serve_arguments, serve_fields, serve_options
     from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
     from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
     from .testing.demo_conversation import run_demo_conversation
+    from .version import VersionAction, package_version
     from .wire.dialect import WireOptions
 
 _LAZY: dict[str, str] = {

@@ -22,7 +22,6 @@ from replay_engine import events as ev
 from ..headless.moments import SEARCH, moments
 from ..headless.pace import step_pace
 from ..headless.screenfacts import (
-    DivergenceMemo,
     connect_hint,
     empty_scripts,
     nothing_selected,
@@ -71,7 +70,6 @@ class MainScreen(FeedScreen):
         """Set once the panes exist (loading shows its result in them)."""
         self._record_key: tuple[int, int] | None = None
         self._record_cache: CallRecord | None = None
-        self._diverged = DivergenceMemo()
         self._panes: Panes | None = None
         self._widgets: tuple[StatusHeader, ContextFooter] | None = None
 
@@ -199,7 +197,7 @@ class MainScreen(FeedScreen):
         if recording is not None:
             self.header.show_recording(recording)
         else:
-            self.header.show(replay_facts(state, run, self._diverged.earliest(state, run)))
+            self.header.show(replay_facts(state, run))
         self.scripts_view.set_live(run, engine.breakpoints_of(run.run))
         self.live_pane.set_state(run, names, [engine.state(r) for r in engine.bound_runs()])
         self.live_pane.set_hint(connect_hint(state))

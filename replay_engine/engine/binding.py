@@ -132,7 +132,7 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
     if recorded is not None:
         record.divergence = divergence(live, recorded)
         if record.divergence is not None:
-            binding.diverged.append((ci, record.divergence))
+            binding.diverged.append((ci, record.divergence, record.call_id))
     previous = binding.last_live
     record.retry_detected = (binding.last_failed and previous is not None
                              and same_content(live, previous))

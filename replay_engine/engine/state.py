@@ -8,7 +8,7 @@ journal entry; ``BindingState`` / ``RunState`` are snapshots for observers and t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -136,14 +136,28 @@ class Binding:
     (its first request matched one script's recorded context) or ``order`` (SPEC 5)."""
     unfinished: list[tuple[int, int, int, str]] = field(default_factory=list)
     """Calls whose stream ended before its last chunk: (call, served, chunks, why)."""
-    diverged: list[tuple[int, Divergence]] = field(default_factory=list)
-    """Calls whose request left the recording, with where (``CallRecord.divergence``)."""
+    diverged: list[tuple[int, Divergence, int]] = field(default_factory=list)
+    """Calls whose request left the recording, in call order: (call index, where it left
+    (``CallRecord.divergence``), call id)."""
     retries: list[tuple[int, bool]] = field(default_factory=list)
     """Calls the server saw as retries, and whether the recording has that retry."""
     last_live: tuple[ContextItem, ...] | None = None
     """The new content of the session's previous request (to see a retry)."""
     last_failed: bool = False
     """The session's previous call ended in a scripted failure."""
+
+
+def first_diverged(bindings: Iterable[Binding]) -> tuple[Binding, int, Divergence] | None:
+    """The run's first call whose request left the recording: the session, the call index and
+    where it left. The one rule of every front end (verdicts, the control API, the debugger's
+    header): the lowest call id among each session's first divergence. Call ids count the
+    calls as the engine took them, so the rule needs no journal and holds past its limit."""
+    firsts = [b for b in bindings if b.diverged]
+    if not firsts:
+        return None
+    first = min(firsts, key=lambda b: b.diverged[0][2])
+    index, found, _ = first.diverged[0]
+    return first, index, found
 
 
 DEFAULT_JOURNAL_LIMIT = 10_000
@@ -246,6 +260,9 @@ class RunState:
     """Oldest calls the run's journal let go to stay within its limit."""
     refused: int = 0
     """Calls the run refused at binding (each fails the verdict)."""
+    first_divergence: tuple[int, int] | None = None
+    """(script, call) of the run's first call whose request left the recording
+    (``first_diverged``; None: none did)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -283,8 +300,10 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 unfinished=tuple(u[0] for u in b.unfinished),
             )
         )
+    first = first_diverged(run.bindings.values())
     return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace, run.dropped,
-                    run.refused_count)
+                    run.refused_count,
+                    (first[0].script_index, first[1]) if first is not None else None)
 
 
 def diff_scripts(old: Sequence[SessionScript], new: Sequence[SessionScript]) -> list[dict[str, Any]]:

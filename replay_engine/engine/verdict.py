@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..models import SessionScript
-from .state import Binding, Run, script_length, session_label
+from .state import Binding, Run, first_diverged, script_length, session_label
 
 
 def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
@@ -83,7 +83,7 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
     if strict:
         for b in run.bindings.values():
             who = session_label(b.key)
-            for index, found in b.diverged:
+            for index, found, _ in b.diverged:
                 problems.append(f"{who}: {call_label(scripts, b.script_index, index)} left the "
                                 f"recording (strict): {found.describe()}")
             for index, recorded in b.retries:
@@ -96,15 +96,10 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
 
 
 def first_divergence(scripts: Sequence[SessionScript], run: Run) -> str | None:
-    """The run's first divergence in call order, on one line (None: the run never left the
-    recording as far as the recorded context shows)."""
-    best: tuple[int, str] | None = None
-    for b in run.bindings.values():
-        for index, found in b.diverged:
-            text = (f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: "
-                    f"{found.describe()}")
-            order = next((r.call_id for r in run.journal if r.session == b.key
-                          and r.call_index == index), 0)
-            if best is None or order < best[0]:
-                best = (order, text)
-    return best[1] if best is not None else None
+    """The run's first divergence (``first_diverged``), on one line (None: the run never left
+    the recording as far as the recorded context shows)."""
+    first = first_diverged(run.bindings.values())
+    if first is None:
+        return None
+    b, index, found = first
+    return f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: {found.describe()}"

@@ -54,7 +54,7 @@ def served_options(server: ReplayServer, url_file: Path | None) -> ServeOptions:
     assert server._routes is not None
     served = served_by(server._routes)
     guard = server.app
-    allowed = tuple(sorted(getattr(guard, "allowed") - {server.host}))
+    allowed = tuple(sorted(guard.allowed - {server.host}))
     return ServeOptions(
         host=server.host, port=0, allow_hosts=allowed, pace=engine.pace,
         providers=served.providers if served.catalog else None, ready_dir=engine.ready_dir,

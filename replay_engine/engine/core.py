@@ -51,7 +51,7 @@ from .state import (
     session_label,
     snapshot,
 )
-from .verdict import consumed_problems, first_divergence, verdict_problems
+from .verdict import consumed_problems, first_divergence, first_divergence_json, verdict_problems
 
 __all__ = ["DEFAULT_RUN", "HANG_PREFIX", "CallHandle", "Observer", "ReplayEngine"]
 
@@ -433,6 +433,10 @@ class ReplayEngine:
     def first_divergence(self, run: str = DEFAULT_RUN) -> str | None:
         """Where the run first left the recording, on one line (None: it never did)."""
         return first_divergence(self._scripts, self._peek(run))
+
+    def first_divergence_json(self, run: str = DEFAULT_RUN) -> dict[str, Any] | None:
+        """The same first divergence as JSON (``verdict.first_divergence_json``)."""
+        return first_divergence_json(self._peek(run))
 
     def assert_consumed(self, run: str = DEFAULT_RUN) -> None:
         """Raise NotConsumedError listing every problem unless the run replayed the recording."""

@@ -11,6 +11,7 @@ mode, calls whose request left the recording and retries the recording does not 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..models import SessionScript
 from .state import Binding, Run, first_diverged, script_length, session_label
@@ -103,3 +104,15 @@ def first_divergence(scripts: Sequence[SessionScript], run: Run) -> str | None:
         return None
     b, index, found = first
     return f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: {found.describe()}"
+
+
+def first_divergence_json(run: Run) -> dict[str, Any] | None:
+    """The run's first divergence (``first_diverged``) as JSON: ``sessionKey``, ``scriptIndex``,
+    ``callIndex`` and ``divergence`` in the journal's form (None: the run never left the
+    recording); what a verdict file carries to a process without the engine."""
+    first = first_diverged(run.bindings.values())
+    if first is None:
+        return None
+    b, index, found = first
+    return {"sessionKey": b.key, "scriptIndex": b.script_index, "callIndex": index,
+            "divergence": found.to_json()}

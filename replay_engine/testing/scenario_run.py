@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 Mode = Literal["replay", "episodes", "record", "debug"]
-Facts = tuple["list[SessionScript]", "list[dict[str, Any]]", "list[str]", "list[str]"]
-"""What a report is made of: scripts, journal, SPEC 5's problems, the verdict's others."""
+Facts = tuple["list[SessionScript]", "dict[str, Any] | None", "list[str]", "list[str]"]
+"""What a report is made of: scripts, the first divergence (JSON), SPEC 5's problems, the
+verdict's others."""
 
 
 class ScenarioRun:
@@ -145,7 +146,7 @@ class ScenarioRun:
             return []
         if self.mode == "debug":
             try:
-                scripts, journal, unconsumed, problems = self._debugger_facts()
+                scripts, first, unconsumed, problems = self._debugger_facts()
             except (OSError, ValueError, KeyError) as exc:
                 assert self.debugger is not None
                 return [f"dsh-replay: the debugger (status {self.debugger.process.returncode}) "
@@ -162,14 +163,13 @@ class ScenarioRun:
                 problems = engine.verdict_problems(run, strict=strict, unconsumed=False,
                                                    refused=False)
                 if not (unconsumed or problems or refused or failed):
-                    return [], [], [], []  # nothing to report: the journal is not needed
-                return (engine.scripts, [r.to_json() for r in engine.journal(run)], unconsumed,
-                        problems)
+                    return [], None, [], []  # nothing to report
+                return engine.scripts, engine.first_divergence_json(run), unconsumed, problems
 
-            scripts, journal, unconsumed, problems = pool.loop.call(facts)
+            scripts, first, unconsumed, problems = pool.loop.call(facts)
             if not (scripts or refused or unconsumed or problems):
                 return []  # the replay went as recorded
-        return failure_report(self._shown(self.scenario), self.run, scripts, journal,
+        return failure_report(self._shown(self.scenario), self.run, scripts, first,
                               list(self._refused), unconsumed, problems, failed=failed)
 
     def _debugger_facts(self) -> Facts:
@@ -184,7 +184,7 @@ class ScenarioRun:
         verdict = json.loads(self.debugger.verdict_file.read_text(encoding="utf-8"))
         unconsumed = [str(p) for p in verdict["unconsumed"]]
         problems = [str(p) for p in verdict["problems"] if str(p) not in unconsumed]
-        return (load_scenario(self.scenario).scripts, list(verdict["journal"]),
+        return (load_scenario(self.scenario).scripts, verdict.get("firstDivergence"),
                 unconsumed if self.consumed else [], problems)
 
     def conclude(self, pool: ServerPool | None, *, test_failed: bool,

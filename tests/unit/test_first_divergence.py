@@ -13,7 +13,8 @@ import pytest
 from dsh_replay_tui.headless.header import ReplayFacts, replay_lines
 from dsh_replay_tui.headless.verdicts import quit_verdict
 
-from replay_engine import ReplayEngine, load_scenario, verdict
+from replay_engine import ReplayEngine, load_scenario, run_verdict, verdict
+from replay_engine.testing.diagnosis import failure_report
 from tests.unit.enginetools import collect
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +89,11 @@ async def test_header_and_verdicts_name_one_call_past_the_journal_limit(
     assert quit_text == "\n".join(serve_lines)  # one verdict text
     assert [line for line in serve_lines if "first divergence" in line] == \
            [f"  first divergence: {engine.first_divergence()}"]
+
+    # the pytest plugin's report, also from a debugger's verdict file (JSON)
+    first = run_verdict(engine, "default")["firstDivergence"]
+    assert first == engine.first_divergence_json()
+    assert (first["scriptIndex"], first["callIndex"]) == (script, call)
+    report = failure_report("s", None, engine.scripts, json.loads(json.dumps(first)), [], [], [],
+                            failed=True)
+    assert report[-1].startswith(f"  first divergence: session {first['sessionKey']}: {named}")

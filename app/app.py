@@ -26,7 +26,6 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     atomic_write,
-    cannot_listen,
     loopback_warning,
 )
 
@@ -208,10 +207,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
         await record.started.wait()
         if record.error is not None:
             await worker
-            error = record.error
-            message = error.message if isinstance(error, ReplayError) else (
-                f"cannot listen on {self.options.host}:{self.options.port} "
-                f"({error.strerror or error}); pick another --port (0 picks a free one)")
+            message = record.error.message
             self.banner.show_error("Cannot record", message, source="record")
             self.live_pane.log_event(f"not recording: {message}")
             return False
@@ -242,11 +238,9 @@ class ReplayApp(OpenInEditorKey, App[str]):
                 self.engine, self.options, scenario=lambda: self.state.scenario,
                 reload=self.loader.reload_from_api, port=port)
             self.state.url = await self.server.start()
-        except (OSError, ReplayError) as exc:
+        except ReplayError as error:  # CannotListenError: the port cannot be had
             self.server = None
             where = f"{self.options.host}:{self.options.port}"
-            error = cannot_listen(self.options.host, self.options.port, exc) \
-                if isinstance(exc, OSError) else exc
             self.state.serve_error = error.message
             self.banner.show_error(
                 f"Cannot serve on {where} — nothing is served; quitting exits 4", error.message,

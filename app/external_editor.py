@@ -19,6 +19,7 @@ from replay_engine import SIDECAR_NAME, InputError, ReplayError, Scenario
 
 from .headless.external_editor import (
     NO_EDITOR,
+    EditorProblem,
     EditTarget,
     editor_argv,
     editor_command,
@@ -46,19 +47,24 @@ def edit_target(log: EventLog, root: Path, scenario: Scenario | None,
     return EditTarget(root / SIDECAR_NAME) if root.is_dir() else None
 
 
-async def run_in_terminal(app: App[Any], argv: list[str]) -> str | None:
-    """Run ``argv`` in the app's terminal with the app suspended; None when it ran, else why it
-    could not (no suspending here, e.g. under a test driver; the program is missing)."""
+async def run_in_terminal(app: App[Any], argv: list[str]) -> EditorProblem | None:
+    """Run ``argv`` in the app's terminal with the app suspended; None when it ran and exited
+    0, else why not: it could not start (no suspending here, e.g. under a test driver; the
+    program is missing) or it exited with an error status."""
     try:
         with app.batch_update(), app.suspend():
             process = await asyncio.create_subprocess_exec(*argv)
             status = await process.wait()
     except SuspendNotSupported:
-        return (f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended "
-                f"in this environment): run {' '.join(argv)} in another terminal, then press l")
+        return EditorProblem(
+            f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended in "
+            f"this environment): run {' '.join(argv)} in another terminal, then press l",
+            started=False)
     except OSError as exc:
-        return (f"cannot run {argv[0]} ({exc.strerror or exc}); check $VISUAL / $EDITOR")
-    return None if status == 0 else f"{argv[0]} exited with status {status}"
+        return EditorProblem(f"cannot run {argv[0]} ({exc.strerror or exc}); check $VISUAL / "
+                             "$EDITOR", started=False)
+    return None if status == 0 else EditorProblem(f"{argv[0]} exited with status {status}",
+                                                   started=True)
 
 
 async def open_in_editor(app: App[Any], target: EditTarget | None, loader: ScenarioLoader,
@@ -79,9 +85,9 @@ async def open_in_editor(app: App[Any], target: EditTarget | None, loader: Scena
     log(f"E: opening {target.describe()} in {command[0]}")
     problem = await run_in_terminal(app, argv)
     if problem is not None:
-        app.notify(problem, severity="warning", timeout=10)
-        log(f"E: {problem}")
-        if problem.startswith("cannot"):
+        app.notify(problem.message, severity="warning", timeout=10)
+        log(f"E: {problem.message}")
+        if not problem.started:
             return
     if target.path.name == SIDECAR_NAME:
         app.run_worker(loader.reload_sidecar(f"edited in {command[0]}"), group="reload")

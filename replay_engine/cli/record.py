@@ -24,7 +24,6 @@ from ..record.writer import DEFAULT_FORMAT, FORMATS
 from ..server.listen import (
     RECORDING_EXPOSES,
     add_listen_arguments,
-    cannot_listen,
     loopback_warning,
 )
 from ..server.options import add_url_file_argument
@@ -75,17 +74,12 @@ async def _record(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        try:
-            context = record_scenario(args.scenario, args.upstream, host=args.host,
-                                      port=args.port, pack=args.pack, force=args.force,
-                                      log_format=args.log_format,
-                                      listener=show, on_failure=lambda _: stop.set(),
-                                      scrub=scrub)
-            recording: Recording = await context.__aenter__()
-        except OSError as exc:
-            if exc.filename is not None:
-                raise
-            raise cannot_listen(args.host, args.port, exc) from None
+        context = record_scenario(args.scenario, args.upstream, host=args.host,
+                                  port=args.port, pack=args.pack, force=args.force,
+                                  log_format=args.log_format,
+                                  listener=show, on_failure=lambda _: stop.set(),
+                                  scrub=scrub)
+        recording: Recording = await context.__aenter__()  # CannotListenError: exit 4
         try:
             if args.url_file is not None:
                 atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))

@@ -22,7 +22,7 @@ from ..presentation import EXIT_NOT_CONSUMED, verdict
 from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
-from ..server.listen import cannot_listen, loopback_warning
+from ..server.listen import loopback_warning
 from ..server.options import ServeOptions, add_serve_arguments, serve_options
 
 RETRY_MARK = " [SDK retry]"
@@ -100,10 +100,7 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
         return fresh
 
     server = ReplayServer.serving(engine, options, scenario=scenario, reload=reload)
-    try:
-        url = await server.start()
-    except OSError as exc:
-        raise cannot_listen(options.host, options.port, exc) from None
+    url = await server.start()  # CannotListenError: exit 4
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

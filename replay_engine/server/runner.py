@@ -29,6 +29,7 @@ from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import http_protocol
 from .guard import RequestGuard
+from .listen import cannot_listen
 from .options import ServeOptions
 from .served import OverflowHandler, ScenarioSource
 
@@ -114,8 +115,12 @@ class EmbeddedUvicorn:
 
     async def listen(self, host: str, port: int) -> str:
         """Bind ``host``:``port`` (0: any free port), start serving on it and return the base
-        URL (``port`` then holds the bound port); OSError when it cannot bind."""
-        sock = bind_socket(host, port)
+        URL (``port`` then holds the bound port); ``CannotListenError`` (exit 4 in every front
+        end) when it cannot bind."""
+        try:
+            sock = bind_socket(host, port)
+        except OSError as exc:
+            raise cannot_listen(host, port, exc) from None
         await self.start(sock)
         self.port = sock.getsockname()[1]
         return socket_url(host, sock)
@@ -233,7 +238,8 @@ class ReplayServer:
         return self._url
 
     async def start(self) -> str:
-        """Bind, start serving and return the base URL (the port is resolved when 0)."""
+        """Bind, start serving and return the base URL (the port is resolved when 0);
+        ``CannotListenError`` when the port cannot be had."""
         if self._runner is not None and self._url is not None:
             return self._url
         # Pay one-time costs now, not in the first call: the placeholder scan and anyio

@@ -30,7 +30,6 @@ from .logs import (
 from .streams import CheckedRecord, Record, expand_stream, fast_stream
 
 MESSAGE, ATTEMPT = "assistant/message", "assistant/attempt"
-SETTLEMENTS = frozenset({MESSAGE, ATTEMPT})
 END_SEED = "session/end-seed"
 COMPACTION = "compaction/summary"
 

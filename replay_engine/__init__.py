@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         EXIT_NOT_CONSUMED as EXIT_NOT_CONSUMED,
         EXIT_NOT_SERVING as EXIT_NOT_SERVING,
         EXIT_OK as EXIT_OK,
+        divergence_note as divergence_note,
         run_verdict as run_verdict,
         summarize_entry as summarize_entry,
         verdict as verdict,

@@ -81,10 +81,17 @@ def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
             lines.extend(f"  - {printable(p)}" for p in problems)
         else:
             lines.append(f"replay consumed ({label})")
-        diverged = engine.first_divergence(run)
-        if diverged is not None:
-            lines.append(f"  first divergence: {printable(diverged)}")
+        note = divergence_note(engine, run)
+        if note is not None:
+            lines.append(f"  {note}")
     return ok, lines
+
+
+def divergence_note(engine: ReplayEngine, run: str) -> str | None:
+    """``first divergence: …`` of a run, printable on one line (None: it never left the
+    recording); every verdict shows it in these words."""
+    diverged = engine.first_divergence(run)
+    return None if diverged is None else f"first divergence: {printable(diverged)}"
 
 
 def verdict_text(problems: list[str], scripts: int) -> str:

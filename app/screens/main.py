@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantBlur, DescendantFocus
 from textual.widgets import Input
 
-from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario
+from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario, divergence_note
 from replay_engine import events as ev
 
 from ..headless.moments import SEARCH, moments
@@ -406,8 +406,8 @@ class MainScreen(FeedScreen):
         flight or was aborted by the user."""
         engine, run = self.state.engine, self.state.run_name
         problems = engine.verdict_problems(run)  # in-flight, cut and refused calls included
-        diverged = engine.first_divergence(run)
-        notes = [f"first divergence: {diverged}"] if diverged is not None else []
+        note = divergence_note(engine, run)
+        notes = [note] if note is not None else []
         loaded = self.state.scenario is not None
         text, _ = verdict_lines(problems, len(engine.scripts), notes, run=run, loaded=loaded)
         self.log_line(text.splitlines()[0])

@@ -1,5 +1,5 @@
-"""One first-divergence rule for every front end: the debugger's header, its quit verdict,
-``dsh-replay serve``'s verdict and the control API name the same call, also once the journal
+"""One first-divergence rule for every front end: the debugger's header, its quit verdict and
+modal, ``dsh-replay serve``'s verdict and the pytest plugin's report name the same call, also once the journal
 dropped the calls that diverged (``--journal-limit`` smaller than the calls served)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from dsh_replay_tui.headless.header import ReplayFacts, replay_lines
 from dsh_replay_tui.headless.verdicts import quit_verdict
 
-from replay_engine import ReplayEngine, load_scenario, run_verdict, verdict
+from replay_engine import ReplayEngine, divergence_note, load_scenario, run_verdict, verdict
 from replay_engine.testing.diagnosis import failure_report
 from tests.unit.enginetools import collect
 
@@ -89,6 +89,7 @@ async def test_header_and_verdicts_name_one_call_past_the_journal_limit(
     assert quit_text == "\n".join(serve_lines)  # one verdict text
     assert [line for line in serve_lines if "first divergence" in line] == \
            [f"  first divergence: {engine.first_divergence()}"]
+    assert divergence_note(engine, "default") == serve_lines[-1].strip()  # the debugger's modal
 
     # the pytest plugin's report, also from a debugger's verdict file (JSON)
     first = run_verdict(engine, "default")["firstDivergence"]

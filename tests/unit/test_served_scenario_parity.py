@@ -177,3 +177,17 @@ async def test_dsh_replay_serve_runs_with_every_option(tmp_path: Path) -> None:
     assert verdict["strict"] is True
     assert [m["id"] for m in models["data"]] == ["acme-1"]
     assert other.status_code == 200  # --allow-host
+
+
+def test_only_the_option_set_builds_engines_and_servers() -> None:
+    """No front end assembles an engine or a server by hand (where options get dropped)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    built: list[str] = []
+    for path in [*(root / "replay_engine").rglob("*.py"), *(root / "app").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("ReplayEngine", "ReplayServer"):
+                built.append(f"{path.relative_to(root)}: {node.func.id}")
+    assert built == ["replay_engine/server/options.py: ReplayEngine"]

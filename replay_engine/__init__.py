@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         TOKEN_MARKER as TOKEN_MARKER,
     )
     from .errors import (
+        MAX_LISTED_PROBLEMS as MAX_LISTED_PROBLEMS,
         UNFINISHED_CALL as UNFINISHED_CALL,
         AbortedError as AbortedError,
         BindingError as BindingError,

@@ -326,18 +326,18 @@ class ReplayEngine:
     def set_pace(self, pace: Pace) -> None:
         """Change the pace; streams in flight pick it up at their next chunk."""
         self._pace = pace
-        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings(), self._pace))
 
     def set_mode(self, mode: StepMode, *, run: str = DEFAULT_RUN) -> None:
         """Change the run's step mode; ``run`` releases every paused call of that run."""
         self._gates.of(run).set_mode(mode, list(self._calls.values()))
-        self._emit(ev.SettingsChanged(run, self._settings(run)))
+        self._emit(ev.SettingsChanged(run, self._settings(run), self._pace))
 
     def toggle_breakpoint(self, script_index: int, call_index: int, *,
                           run: str = DEFAULT_RUN) -> bool:
         """Add or remove a breakpoint of the run; returns whether it is now set."""
         now_set = self._gates.of(run).toggle(script_index, call_index)
-        self._emit(ev.SettingsChanged(run, self._settings(run)))
+        self._emit(ev.SettingsChanged(run, self._settings(run), self._pace))
         return now_set
 
     def _settings(self, run: str = DEFAULT_RUN) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Behaviour on typed values, never on wording: an editor that ran but failed still reloads
 while one that never started does not (``EditorProblem.started``); a port that cannot be had
 is a ``CannotListenError`` from every server (replay and recorder); a recording says its own
-port (record mode hands it to the replay server)."""
+port (record mode hands it to the replay server); the event log words the pace an event
+carries, not the text it was described in."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 from dsh_replay_tui.app import ReplayApp
 
-from replay_engine import CannotListenError, record_scenario
+from replay_engine import CannotListenError, Pace, ReplayEngine, record_scenario
+from replay_engine import events as ev
 from replay_engine.server import serve_scenario
 from replay_engine.server.listen import cannot_listen
 from tests.app.apptools import copy_sample, make_app, until
@@ -98,3 +100,18 @@ async def test_a_busy_port_is_a_cannot_listen_error_from_both_servers(tmp_path: 
 async def test_a_recording_names_its_port(tmp_path: Path) -> None:
     async with record_scenario(tmp_path / "rec", "http://127.0.0.1:9", port=0) as recording:
         assert recording.port == urlsplit(recording.url).port != 0
+
+
+@pytest.mark.parametrize("pace", [Pace(), Pace("fixed", 20), Pace("recorded", 5, 2.5)])
+def test_the_event_log_words_the_pace_the_event_carries(pace: Pace) -> None:
+    from dsh_replay_tui.headless.eventlog import format_event
+    from dsh_replay_tui.headless.header import pace_label
+
+    engine = ReplayEngine([])
+    seen: list[ev.EngineEvent] = []
+    engine.subscribe(seen.append, chunks=False)
+    engine.set_pace(pace)
+    changed = seen[-1]
+    assert isinstance(changed, ev.SettingsChanged) and changed.pace == pace
+    line = format_event(changed, [])
+    assert line is not None and f", pace {pace_label(pace)}, " in line.plain

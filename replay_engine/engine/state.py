@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 
@@ -121,6 +121,19 @@ class Call:
         self.user_cancelled = False
 
 
+class Unfinished(NamedTuple):
+    """A call of a session that did not end as recorded."""
+
+    call_index: int
+    served: int
+    """Chunks served before it ended."""
+    total: int
+    """Chunks the call records (0 for a failure)."""
+    why: str
+    failed: bool = False
+    """It failed with an error the recording does not script (else it was cut short)."""
+
+
 @dataclass(slots=True)
 class Binding:
     """A live session key bound to a script: where its cursor is and its call in flight."""
@@ -134,8 +147,8 @@ class Binding:
     rule: str = "order"
     """How the session claimed its script: ``announced`` (its parent named it), ``content``
     (its first request matched one script's recorded context) or ``order`` (SPEC 5)."""
-    unfinished: list[tuple[int, int, int, str]] = field(default_factory=list)
-    """Calls whose stream ended before its last chunk: (call, served, chunks, why)."""
+    unfinished: list[Unfinished] = field(default_factory=list)
+    """Calls whose stream ended before its last chunk, or that failed unscripted."""
     diverged: list[tuple[int, Divergence, int]] = field(default_factory=list)
     """Calls whose request left the recording, in call order: (call index, where it left
     (``CallRecord.divergence``), call id)."""
@@ -297,7 +310,7 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 aborted=tuple(b.aborted),
                 diverged=tuple(d[0] for d in b.diverged),
                 rule=b.rule,
-                unfinished=tuple(u[0] for u in b.unfinished),
+                unfinished=tuple(u.call_index for u in b.unfinished),
             )
         )
     first = first_diverged(run.bindings.values())

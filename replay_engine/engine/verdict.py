@@ -55,12 +55,13 @@ def _flight(scripts: Sequence[SessionScript], b: Binding) -> list[str]:
             out.append(f"{who}: {label} is hanging until cancelled (still in flight)")
         else:
             out.append(f"{who}: {label} is still in flight ({call.served} chunk(s) served)")
-    for index, served, total, why in b.unfinished:
-        label = call_label(scripts, b.script_index, index)
-        if why.startswith("failed"):
-            out.append(f"{who}: {label} {why}")
+    for cut in b.unfinished:
+        label = call_label(scripts, b.script_index, cut.call_index)
+        if cut.failed:
+            out.append(f"{who}: {label} {cut.why}")
         else:
-            out.append(f"{who}: {label} ended after {served} of its {total} chunk(s): {why}")
+            out.append(f"{who}: {label} ended after {cut.served} of its {cut.total} chunk(s): "
+                       f"{cut.why}")
     return out
 
 

@@ -94,11 +94,13 @@ def divergence_note(engine: ReplayEngine, run: str) -> str | None:
     return None if diverged is None else f"first divergence: {printable(diverged)}"
 
 
-def verdict_text(problems: list[str], scripts: int) -> str:
-    """The debugger's verdict for one run, as shown in its modal and event log."""
+def verdict_text(problems: list[str], scripts: int, run: str | None = None) -> str:
+    """The debugger's verdict for one run (named when given), as its modal and event log
+    show it."""
+    head = "assert-consumed" + (f" (run {run})" if run is not None else "")
     if not problems:
-        return f"assert-consumed: ok — all {scripts} recorded script(s) fully consumed"
-    return "assert-consumed: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
+        return f"{head}: ok — all {scripts} recorded script(s) fully consumed"
+    return f"{head}: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
 
 
 def run_verdict(engine: ReplayEngine, run: str) -> dict[str, Any]:

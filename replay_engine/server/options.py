@@ -23,7 +23,7 @@ from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
 from ..models import ProviderConfig, SessionScript
 from ..scenario.config import load_serve_config
-from ..server.listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
+from .listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
 from ..wire.dialect import CHAT_ERROR_FINISHES, RESPONSES_REASONING, WireOptions
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
-    """What the serving flags ask for, resolved and checked."""
+    """The serve option set every front end shares: what the serving flags ask for, resolved
+    and checked (``serve_scenario`` and the pytest plugin build one directly)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -44,8 +45,11 @@ class ServeOptions:
     ready_dir: Path | None = None
     """Where relative hang ``readyFile`` paths resolve (None: the front end's default)."""
     url_file: Path | None = None
+    """Where a front end writes its base URL once it listens (``serve``, the debugger)."""
     journal_limit: int = DEFAULT_JOURNAL_LIMIT
+    """Calls each run's journal keeps (``--journal-limit``)."""
     sdk_retries: bool = False
+    """Leave ``x-should-retry: false`` off error answers, so client SDKs may retry them."""
     strict: bool = False
     """A call whose request left the recording fails the verdict (``--strict``)."""
     bind: BindMode = "content"

@@ -23,8 +23,8 @@ from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
 from ..models import ProviderConfig, SessionScript
 from ..scenario.config import load_serve_config
-from .listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
 from ..wire.dialect import CHAT_ERROR_FINISHES, RESPONSES_REASONING, WireOptions
+from .listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

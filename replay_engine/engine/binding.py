@@ -15,6 +15,7 @@ import msgspec
 from ..context import live_new_messages
 from ..divergence import divergence, same_content
 from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
+from ..excerpt import excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from . import events as ev
@@ -76,7 +77,10 @@ def bind_call(
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
                                       messages))
-            raise err
+            try:
+                raise err
+            finally:  # the error's traceback holds this frame: no cycle through the local
+                del err
         binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
         if session_id is not None:
@@ -96,17 +100,20 @@ def bind_call(
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
                                  binding.script_index, binding.cursor))
         err2.script_index = binding.script_index
-        raise err2
+        try:
+            raise err2
+        finally:  # as above: no cycle keeping the messages until the collector runs
+            del err2
     call_index = binding.cursor
     binding.cursor += 1
     if len(scripts) > 1:
         note_announcements(run, len(scripts), messages)
     scripted: ScriptEntry = script.entries[call_index]
     call_id = next(ids)
-    record = CallRecord(
+    record = _kept(CallRecord(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
-        messages, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
-    )
+        None, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
+    ), messages)
     if live is not None and contexts is not None:
         _compare(binding, record, live, contexts, retry)
     _journal(run, record, emit)
@@ -153,6 +160,16 @@ def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None
     run.journal.append(record)
 
 
+def _kept(record: CallRecord, messages: Any) -> CallRecord:
+    """``record`` holding what the journal keeps of ``messages``: a bounded excerpt and the
+    digest of the whole (a run keeps its calls as long as it lives)."""
+    if messages is not None:
+        kept = excerpt(messages)
+        record.messages, record.messages_cut = kept.value, kept.cut
+        record.messages_digest, record.messages_bytes = kept.digest, kept.size
+    return record
+
+
 REFUSALS_KEPT = 1_000
 """Refused calls a run keeps for its verdict (beyond it only the count grows)."""
 
@@ -162,10 +179,10 @@ def _refuse(run: Run, ids: Iterator[int], err: BindingError, session_id: str | N
             retry: bool, dialect: str | None, *, bound_by: str | None = None) -> None:
     """Journal a call the engine refused (409) and keep it for the verdict."""
     now = time.time()
-    record = CallRecord(next(ids), run.name, session_id, script_index, call_index, "refused",
-                        messages, model, now, outcome="refused", code=err.code,
-                        message=err.message, ended_at=now, retry=retry, dialect=dialect,
-                        bound_by=bound_by)
+    record = _kept(CallRecord(next(ids), run.name, session_id, script_index, call_index,
+                              "refused", None, model, now, outcome="refused", code=err.code,
+                              message=err.message, ended_at=now, retry=retry, dialect=dialect,
+                              bound_by=bound_by), messages)
     _journal(run, record, lambda event: None)
     if len(run.refused) < REFUSALS_KEPT:
         run.refused.append(record)

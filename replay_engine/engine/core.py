@@ -40,6 +40,7 @@ from .pacing import Pace
 from .recorded import RecordedContexts
 from .resolving import PLACEHOLDER_WORKERS, PlaceholderPool
 from .serving import HANG_PREFIX, CallServing
+from .staging import StagedScripts, stage_scripts
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
     DEFAULT_RUN_LIMIT,
@@ -426,14 +427,24 @@ class ReplayEngine:
         r.overflow = r.overflow if overflow is None else overflow
         r.scrub = scrub or r.scrub
 
-    def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
-        """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""
+    def stage(self, scripts: Sequence[SessionScript]) -> StagedScripts:
+        """Do a reload's slow part now (the placeholder scan, the diff): safe in a worker
+        thread while the loop serves; ``reload`` of the result then swaps at once."""
+        return stage_scripts(self._scripts, scripts)
+
+    def reload(self, scripts: Sequence[SessionScript] | StagedScripts) -> list[dict[str, Any]]:
+        """Swap in new scripts (or ``stage``'s result); bindings keep their cursors, calls in
+        flight keep their entry."""
         old = self._scripts
-        self._scripts = list(scripts)
-        self._scan.clear()
+        if isinstance(scripts, StagedScripts):
+            self._scripts, self._scan = scripts.scripts, scripts.scan
+            changes = scripts.changes if scripts.base is old else diff_scripts(old, self._scripts)
+        else:
+            self._scripts = list(scripts)
+            self._scan.clear()
+            changes = diff_scripts(old, self._scripts)
         self._contexts.replace(self._scripts)
         self._not_loaded = None
-        changes = diff_scripts(old, self._scripts)
         for name in list(self._runs) or [DEFAULT_RUN]:
             self._emit(ev.ScriptsReloaded(name, changes))
         return changes

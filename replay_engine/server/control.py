@@ -4,10 +4,12 @@ model call."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -113,6 +115,7 @@ class Control:
     def __init__(self, served: Served) -> None:
         self.served = served
         self.engine = served.engine
+        self._reloading = anyio.Lock()
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -222,15 +225,19 @@ class Control:
         if reload_fn is None:
             return JSONResponse({"ok": False, "error": "this server has no reload source"},
                                 status_code=404)
-        before = self.engine.scripts
-        try:
-            result = reload_fn()
-        except ReplayError as exc:
-            return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
-                                status_code=409)
-        self.served.reloaded(result)
-        self.engine.prepare()
-        return JSONResponse({"ok": True, "changes": diff_scripts(before, self.engine.scripts)})
+        async with self._reloading:  # one at a time: each one's changes are its own
+            before = self.engine.scripts
+            try:
+                result = reload_fn()
+                if inspect.isawaitable(result):  # it loads off the loop (reload_scenario)
+                    result = await result
+            except ReplayError as exc:
+                return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
+                                    status_code=409)
+            self.served.reloaded(result)
+            self.engine.prepare()  # nothing left to scan after a staged reload
+            changes = await anyio.to_thread.run_sync(diff_scripts, before, self.engine.scripts)
+        return JSONResponse({"ok": True, "changes": changes})
 
     def table(self) -> list[tuple[str, Endpoint, list[str]]]:
         """(path, endpoint, methods) of the control routes."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -20,13 +20,14 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..engine import BindMode, Pace, ReplayEngine
+from ..engine.staging import StagedScripts
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import MAX_HEAD_BYTES, HttpParser, http_protocol
 from .guard import RequestGuard
-from .served import OverflowHandler, ScenarioSource
+from .served import OverflowHandler, ReloadSource, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after
@@ -159,7 +160,7 @@ class ReplayServer:
         port: int = 0,
         providers: list[ProviderConfig] | None = None,
         scenario: ScenarioSource = None,
-        reload: Callable[[], object] | None = None,
+        reload: ReloadSource | None = None,
         app: ASGIApp | None = None,
         sdk_retries: bool = False,
         allow_hosts: tuple[str, ...] | list[str] = (),
@@ -268,12 +269,23 @@ async def serve_scenario(
     scenario = load_scenario(path)
     engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
 
-    def reload() -> Scenario:
-        fresh = load_scenario(path)
-        engine.reload(fresh.scripts)
-        return fresh
+    async def reload() -> Scenario:
+        return await reload_scenario(path, engine)
 
     async with ReplayServer(engine, host=host, port=port, providers=providers,
                             scenario=scenario, reload=reload, sdk_retries=sdk_retries,
                             wire=wire) as server:
         yield server
+
+
+async def reload_scenario(path: str | Path, engine: ReplayEngine) -> Scenario:
+    """Load ``path`` and stage its scripts in a worker thread, then swap them into ``engine`` at
+    once on the loop: streams in flight go on while a big scenario loads (a ``reload`` source
+    of ``ReplayServer``); ReplayError when it does not load (the engine keeps its scripts)."""
+    def read() -> tuple[Scenario, StagedScripts]:
+        fresh = load_scenario(path)
+        return fresh, engine.stage(fresh.scripts)
+
+    fresh, staged = await anyio.to_thread.run_sync(read)
+    engine.reload(staged)
+    return fresh

@@ -59,8 +59,8 @@ def _model(model_id: str, owner: str) -> dict[str, Any]:
 
 class Catalog:
     """``GET /v1/models`` and ``GET /v1/models/{id}``: the configured provider catalog; without
-    one, ``replay`` and every model the server's requests named, and any id answered (agents
-    check their model at start)."""
+    one, ``replay`` and every model the server's model calls named, and any id answered (agents
+    check their model at start) without being listed (a cross-site ``<img>`` can send a GET)."""
 
     def __init__(self, served: Served) -> None:
         self.served = served
@@ -81,8 +81,7 @@ class Catalog:
         for model in self._model_list():
             if model["id"] == wanted:
                 return JSONResponse(model)
-        if not self.served.catalog:
-            self.served.named(wanted)
+        if not self.served.catalog:  # answered, not listed: a GET changes nothing
             return JSONResponse(_model(wanted, "replay"))
         known = ", ".join(m["id"] for m in self._model_list())
         return JSONResponse(

@@ -130,11 +130,22 @@ class Control:
     async def context(self, request: Request) -> Response:
         """``GET /replay/v1/context/{script}/{call}``: the recorded user messages and tool
         results before that call, which a faithful agent sends back (null for sidecar entries)."""
-        try:
-            script, call = int(request.path_params["script"]), int(request.path_params["call"])
-        except ValueError:
-            return JSONResponse({"ok": False, "error": "script and call are integers"},
-                                status_code=400)
+        indices: dict[str, int] = {}
+        for what in ("script", "call"):
+            text = str(request.path_params[what])
+            if not text.isdecimal() or not text.isascii():
+                kind = "negative" if text.startswith("-") else "not an integer"
+                return JSONResponse({"ok": False, "code": "INVALID_INDEX", "index": what,
+                                     "error": f"{what} index {shown(text)} is {kind}: script "
+                                     "and call indices count from 0, as GET /replay/v1/scripts "
+                                     "lists them"}, status_code=400)
+            indices[what] = int(text)
+        script, call = indices["script"], indices["call"]
+        if script >= len(self.engine.scripts):
+            return JSONResponse({"ok": False, "code": "NOT_FOUND", "index": "script",
+                                 "error": f"script index {script} is past the "
+                                 f"{len(self.engine.scripts)} script(s) served; GET "
+                                 "/replay/v1/scripts lists them"}, status_code=404)
         found = self.engine.recorded_context(script, call)
         items = None if found is None else [
             {"role": i.role, "text": i.text, "toolCallId": i.call_id} for i in found]

@@ -19,7 +19,7 @@ from tests.robustness.conftest import assert_typed_failure, cli
 
 SIDE = "replay.override.json"
 BAD_UTF8 = b'[\n  {"kind": "chunks", "chunks": [\n    {"type": "text-delta", "text": "caf\xe9"}]}\n]\n'
-"""A latin-1 ``é`` on line 3, 38 bytes in: byte offset 72."""
+"""A latin-1 ``é`` on line 3, column 40 (in bytes): byte offset 74."""
 INVALID = '[\n  {"kind": "chunks", "chunks": []},\n  {"kind": "hang", "wat": 1}\n]\n'
 
 

@@ -142,10 +142,13 @@ def rss_kib(pid: int) -> int:
 
 @pytest.fixture
 def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[int, str]]:
-    """A replay server in a child process: (pid, url)."""
+    """A replay server in a child process: (pid, url); ``serve`` is ``dsh-replay serve``."""
     scenario = write_scenario(tmp_path / "sc", [text_entry("hi")])
-    with subprocess.Popen([sys.executable, "-c", _SERVE, str(scenario), request.param],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as child:
+    argv = ([sys.executable, "-m", "replay_engine.cli", "serve", str(scenario), "--port", "0"]
+            if request.param == "serve" else
+            [sys.executable, "-c", _SERVE, str(scenario), request.param])
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as child:
         try:
             assert child.stdout is not None
             yield child.pid, child.stdout.readline().strip()
@@ -178,7 +181,7 @@ def flood(url: str, total: int) -> bytes:
     return got
 
 
-@pytest.mark.parametrize("served", PARSERS, indirect=True)
+@pytest.mark.parametrize("served", [*PARSERS, "serve"], indirect=True)
 def test_a_head_flood_leaves_the_server_memory_flat(served: tuple[int, str]) -> None:
     pid, url = served
     assert httpx.get(url + "/healthz").status_code == 200
@@ -188,3 +191,16 @@ def test_a_head_flood_leaves_the_server_memory_flat(served: tuple[int, str]) -> 
     _assert_431(answer)
     assert after - before < 16 * 1024, (before, after)  # it kept none of the 64 MiB
     assert httpx.get(url + "/healthz").status_code == 200
+
+
+async def test_the_debuggers_server_answers_an_oversized_head_431() -> None:
+    from tests.app.apptools import make_app
+    from tests.conftest import SAMPLES
+
+    app = make_app(SAMPLES / "basic-chat")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        _assert_431(await _send_and_read(app.url, _many_lines(1024 * 1024)))
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(app.url + "/healthz")).status_code == 200
+        await pilot.press("q")

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from .jsonlimits import encode_json
 
 __all__ = ["EXCERPT_BUDGET", "EXCERPT_TEXT", "Excerpt", "excerpt", "texts_match"]
@@ -69,7 +71,7 @@ class _Budget:
     def walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):
             out: list[Any] = []
             for index in range(len(value) - 1, -1, -1):  # newest first
                 if self.left <= 0:
@@ -93,8 +95,12 @@ class _Budget:
 
 
 def excerpt(messages: Any) -> Excerpt:
-    """The bounded excerpt of ``messages`` with the digest and size of the whole."""
-    whole = encode_json(messages)
+    """The bounded excerpt of ``messages`` with the digest and size of the whole (messages an
+    in-process caller passed that are not JSON are digested as their ``repr``)."""
+    try:
+        whole = encode_json(messages)
+    except (TypeError, ValueError, msgspec.MsgspecError):
+        whole = repr(messages).encode("utf-8", "surrogatepass")
     budget = _Budget()
     value = budget.walk(messages) if len(whole) > EXCERPT_TEXT else messages
     return Excerpt(value, hashlib.sha256(whole).hexdigest(), len(whole), budget.cut)

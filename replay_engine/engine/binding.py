@@ -6,16 +6,17 @@ many entries without one skip the walk.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from ..context import live_new_messages
+from ..context import ContextItem, live_new_messages
 from ..divergence import divergence, same_content
 from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
-from ..excerpt import excerpt
+from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from . import events as ev
@@ -141,15 +142,27 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
         if record.divergence is not None:
             binding.diverged.append((ci, record.divergence))
     previous = binding.last_live
+    kept = kept_live(live)
     record.retry_detected = (binding.last_failed and previous is not None
-                             and same_content(live, previous))
+                             and same_content(kept, previous))
     if retry or record.retry_detected:
         before = contexts.at(si, ci - 1) if ci > 0 else None
         in_recording = recorded is not None and before is not None \
             and same_content(recorded, before)
         binding.retries.append((ci, in_recording))
-    binding.last_live = live
+    binding.last_live = kept
     binding.last_failed = False
+
+
+def kept_live(live: Context) -> Context:
+    """A request's new content as its binding keeps it until the next call (to see a retry):
+    texts longer than ``EXCERPT_TEXT`` by their digest, so a session holds no 25 MB text.
+    An SDK's retry resends the same bytes, which the digest tells apart."""
+    if all(len(item.text) <= EXCERPT_TEXT for item in live):
+        return live
+    return tuple(item if len(item.text) <= EXCERPT_TEXT else ContextItem(
+        item.role, "sha256 " + hashlib.sha256(item.text.encode("utf-8", "surrogatepass"))
+        .hexdigest(), item.call_id) for item in live)
 
 
 def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None]) -> None:

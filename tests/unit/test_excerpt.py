@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from replay_engine.context import ContextItem
+from replay_engine.engine.binding import kept_live
 from replay_engine.excerpt import EXCERPT_BUDGET, EXCERPT_TEXT, excerpt, texts_match
 
 
@@ -52,3 +54,12 @@ def test_messages_that_are_not_json_are_digested_not_refused() -> None:
     kept = excerpt([Opaque()])
     assert kept.size == len(repr([Opaque()]))
     assert excerpt(("a", "b")).value == ("a", "b")
+
+
+def test_a_binding_keeps_a_long_request_text_by_digest() -> None:
+    short, long = ContextItem("user", "hi"), ContextItem("tool", "t" * 10 * EXCERPT_TEXT, "c1")
+    assert kept_live((short,)) == (short,)
+    kept = kept_live((short, long))
+    assert kept[0] is short and kept[1].call_id == "c1" and len(kept[1].text) < 100
+    assert kept_live((short, long)) == kept  # the same text, the same digest: a retry
+    assert kept_live((short, ContextItem("tool", "u" * 10 * EXCERPT_TEXT, "c1"))) != kept

@@ -126,3 +126,18 @@ async def test_the_oldest_finished_runs_are_evicted_and_a_run_in_use_never_is(
                 pass
         state = (await http.get("/runs/busy/replay/v1/state")).json()
     assert state["bindings"][0]["cursor"] == 1  # its binding survived the evictions
+
+
+async def test_a_retry_of_a_long_request_is_still_seen_by_its_content(tmp_path: Path) -> None:
+    from tests.wire.wire_helpers import text_entry
+    from tests.wire.wire_helpers import write_scenario as write_sidecar_scenario
+
+    throw = {"kind": "throw", "chunks": [], "message": "busy", "code": "RATE_LIMIT"}
+    root = write_sidecar_scenario(tmp_path / "sc", [throw, text_entry("done")])
+    engine = ReplayEngine(load_scenario(root).scripts)
+    body = {"messages": [{"role": "user", "content": LONG}]}
+    async with ReplayServer(engine) as server, httpx.AsyncClient(base_url=server.url) as http:
+        failed = await http.post("/v1/chat/completions", json=body)
+        retried = await http.post("/v1/chat/completions", json=body)
+    assert failed.status_code == 429 and retried.status_code == 200
+    assert [r.retry_detected for r in engine.journal()] == [False, True]

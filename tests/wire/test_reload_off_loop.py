@@ -13,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from replay_engine.scenario.loading import Scenario
+from replay_engine.scenario.loading import Scenario, load_scenario
 from replay_engine.server import runner, serve_scenario
 from tests.wire.wire_helpers import text_entry, write_scenario
 
@@ -23,14 +23,14 @@ pytestmark = pytest.mark.anyio
 def _held_loads(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
     """Make the server's reloads wait for ``release`` (``started`` is set when one begins)."""
     started, release = threading.Event(), threading.Event()
-    real = runner.load_scenario
+    real = load_scenario
 
     def held(path: Any, **kwargs: Any) -> Scenario:
         started.set()
         assert release.wait(30), "the test never released the load"
         return real(path, **kwargs)
 
-    monkeypatch.setattr(runner, "load_scenario", held)
+    monkeypatch.setattr(runner, "load_scenario", held)  # what reload_scenario calls
     return started, release
 
 

@@ -50,6 +50,7 @@ from .state import (
     RunState,
     StepMode,
     diff_scripts,
+    runs_to_evict,
     session_label,
     snapshot,
 )
@@ -191,13 +192,8 @@ class ReplayEngine:
 
     def _evict(self, keep: str) -> None:
         """Forget the least recently used runs not in use until within ``run_limit``."""
-        for name in list(self._recent):
-            if len(self._runs) <= self.run_limit:
-                return
-            run = self._runs.get(name)
-            if name in (keep, DEFAULT_RUN) or run is None or run.in_use() \
-                    or name in self._ready_dirs:
-                continue
+        pinned = {keep, DEFAULT_RUN, *self._ready_dirs}
+        for name in runs_to_evict(self._runs, self._recent, self.run_limit, pinned):
             self.forget(name, evicted=True)
 
     def _peek(self, name: str) -> Run:

@@ -205,6 +205,20 @@ class Run:
         self.dropped = 0
 
 
+def runs_to_evict(runs: dict[str, Run], recent: dict[str, None], limit: int,
+                  pinned: set[str]) -> list[str]:
+    """The runs to let go, least recently used first (``recent``), so that at most ``limit``
+    stay: never a pinned one nor one in use (``Run.in_use``)."""
+    out: list[str] = []
+    for name in recent:
+        if len(runs) - len(out) <= limit:
+            break
+        run = runs.get(name)
+        if run is not None and name not in pinned and not run.in_use():
+            out.append(name)
+    return out
+
+
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:
     """How many calls script ``index`` holds (0 when a reload removed it)."""
     return len(scripts[index].entries) if index < len(scripts) else 0

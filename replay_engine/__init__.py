@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Pace as Pace,
         ReplayEngine as ReplayEngine,
         RunState as RunState,
+        StagedScripts as StagedScripts,
         StepMode as StepMode,
         events as events,
         parse_breakpoint as parse_breakpoint,

@@ -24,6 +24,7 @@ from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
 from ..server.listen import loopback_warning
 from ..server.options import ServeOptions, add_serve_arguments, serve_options
+from ..server.runner import reload_scenario
 
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
@@ -94,9 +95,9 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
-    def reload() -> Scenario:
-        fresh = load_scenario(path)
-        engine.reload(fresh.scripts)
+    async def reload() -> Scenario:
+        fresh = await reload_scenario(path, engine)
+        gc.freeze()  # as after the first load: keep the new scripts out of full collections
         return fresh
 
     server = ReplayServer.serving(engine, options, scenario=scenario, reload=reload)

@@ -12,11 +12,11 @@ from typing import Any
 
 import msgspec
 
-from ..context import live_new_messages
 from ..divergence import divergence, same_content
 from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
+from ..requests import live_new_messages
 from . import events as ev
 from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
@@ -54,7 +54,7 @@ def bind_call(
     session claim the script whose first call it matches.
     """
     if contexts is not None and messages is not None:
-        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages))
+        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages, dialect))
     else:
         live = None
     binding = run.bindings.get(session_id)
@@ -75,7 +75,7 @@ def bind_call(
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
-                                      messages))
+                                      messages, dialect=dialect))
             raise err
         binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
@@ -94,7 +94,7 @@ def bind_call(
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retry, dialect, bound_by=binding.rule)
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
-                                 binding.script_index, binding.cursor))
+                                 binding.script_index, binding.cursor, dialect=dialect))
         err2.script_index = binding.script_index
         raise err2
     call_index = binding.cursor

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ..context import SAID_TYPES
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, kept_may_fail
@@ -128,6 +129,8 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
     markers: list[tuple[int, int]] = []  # (event index, line) of inherited end-seed markers
     pending: list[tuple[int, Any]] = []  # a child's calls until its cut is known
     keeps = feed.keeps
+    said = feed.said if feed.wants_said else None
+    said_types = SAID_TYPES
     decode = _decoder(keeps).decode
     unset = msgspec.UNSET
     last_turn: Any = _NOTHING  # the turn and step objects of the last settlement, and its key
@@ -203,6 +206,8 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
                     feed.compaction(data, time, number, suspect)
             elif kind == END_SEED and event.data is not None and event.data.inherited is True:
                 markers.append((index, number))
+            if said is not None and type(kind) is str and kind in said_types:
+                said(kind, number, raw)
             index += 1
     except RecursionError:
         raise too_deep_line_error(file, number) from None

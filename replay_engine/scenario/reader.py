@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from ..context import SAID_TYPES, said_kind
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
@@ -151,6 +152,8 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
     add_chunk = feed.chunk
     add_run = feed.run
     keeps = feed.keeps
+    said = feed.said if feed.wants_said else None
+    said_types = SAID_TYPES
     start = 0
     direct = True  # no seed to honour (or it is passed): feed the feed, not the sink
     index = 0
@@ -194,6 +197,8 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
                 except (msgspec.DecodeError, RecursionError):
                     if local:
                         feed.state, local = (open_key, first, last, count), False
+                    if said is not None and (found_kind := said_kind(raw)) is not None:
+                        said(found_kind, number, raw)
                     index = slow_line(raw, number, index, sink, file, warnings)
                     direct = sink.pending is None and index >= start
                     continue
@@ -276,6 +281,8 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
                 index = slow_line(raw, number, index, sink, file)
                 direct = sink.pending is None and index >= start
             else:
+                if said is not None and type(kind) is str and kind in said_types:
+                    said(kind, number, raw)
                 index += 1
     except RecursionError:
         raise too_deep_line_error(file, number) from None

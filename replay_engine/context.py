@@ -14,6 +14,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from .chunkshape import ends_in_error_finish
 from .models import ChunksEntry, ContextItem, LogContext, ScriptEntry, SessionScript
 from .requests import content_text, live_new_messages
@@ -71,8 +73,41 @@ def said_kind(raw: bytes) -> str | None:
     return kind if isinstance(kind, str) and kind in SAID_TYPES else None
 
 
+class _SaidData(msgspec.Struct, gc=False):
+    content: Any = msgspec.UNSET
+    callId: Any = msgspec.UNSET
+    message: Any = None
+
+
+class _SaidEvent(msgspec.Struct, gc=False):
+    data: _SaidData | None = None
+
+
+_said_decoder = msgspec.json.Decoder(_SaidEvent)
+
+
 def said_item(kind: str, raw: bytes | str) -> ContextItem | None:
-    """A ``user/message`` or ``tool/result`` line as context (None: it holds none)."""
+    """A ``user/message`` or ``tool/result`` line as context (None: it holds none). Only
+    the fields read are decoded; a line the typed decoder refuses is read whole."""
+    try:
+        data = _said_decoder.decode(raw).data
+    except (msgspec.DecodeError, RecursionError):
+        return _said_item_slow(kind, raw)
+    if data is None:
+        return None
+    if CONTEXT_TYPES[kind] == "user":
+        return ContextItem("user", content_text(None if data.content is msgspec.UNSET
+                                                else data.content))
+    if data.callId is not msgspec.UNSET or data.content is not msgspec.UNSET:
+        call_id = data.callId
+        return ContextItem("tool", content_text(None if data.content is msgspec.UNSET
+                                                else data.content),
+                           call_id if isinstance(call_id, str) else None)
+    return _tool_result({"message": data.message})
+
+
+def _said_item_slow(kind: str, raw: bytes | str) -> ContextItem | None:
+    """``said_item`` by the generic JSON reader (whatever the line holds)."""
     try:
         event = json.loads(raw)
     except (ValueError, RecursionError):

@@ -153,10 +153,10 @@ CLIENTS: dict[str, Client] = {"chat": chat, "messages": messages, "responses": r
                               "gemini": gemini}
 
 
-async def _record(wire: str, scenario: Path) -> None:
+async def _record(wire: str, scenario: Path, log_format: str) -> None:
     behaviours = [Behaviour(json_answer(200, a)) for a in ANSWERS[wire]]
     async with RawUpstream(behaviours) as upstream:
-        async with record_scenario(scenario, upstream.url) as rec:
+        async with record_scenario(scenario, upstream.url, log_format=log_format) as rec:
             await CLIENTS[wire](rec.url, False)
         assert len(upstream.requests) == 2
     assert rec.problems == []
@@ -172,11 +172,14 @@ async def _verdict(scenario: Path, wire: str, changed: bool) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.parametrize("log_format", ["v1", "v4"])
 @pytest.mark.parametrize("wire", list(CLIENTS))
-async def test_a_recording_replays_strict_with_its_own_requests(wire: str, tmp_path: Path) -> None:
+async def test_a_recording_replays_strict_with_its_own_requests(wire: str, log_format: str,
+                                                                tmp_path: Path) -> None:
     scenario = tmp_path / wire
-    await _record(wire, scenario)
-    events = log_lines(scenario / "session.jsonl")
+    await _record(wire, scenario, log_format)
+    (log,) = scenario.glob("session*.jsonl")
+    events = log_lines(log)
     results = [e["data"] for e in events if e["type"] == "tool/result"]
     assert [r["callId"] for r in results] == ["c1", "c2"]  # every form, in order, with its id
     assert results[0]["content"] == "README.md\nsrc"

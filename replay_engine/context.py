@@ -1,10 +1,11 @@
 """What a recorded call was answering: the user and tool messages the log holds before it.
 
 A log's ``user/message`` / ``tool/result`` lines (and its assistant messages, which close what
-came before) are read with its calls, in the same pass (``LogContext``, fed by the reader to
-the deriver through ``said_item``); the recorded context of each call is cut from that by
-line, in memory. The engine's divergence check, the debugger's Request view and the pytest
-plugin's failure report compare a live request's new messages with it; no file is read again.
+came before) are taken with its calls, in the same pass (``LogContext``, fed by the reader to
+the deriver); the recorded context of each call is cut from that by line, in memory, each
+line decoded (``said_item``) the first time a context needs it. The engine's divergence
+check, the debugger's Request view and the pytest plugin's failure report compare a live
+request's new messages with it; no file is read again.
 """
 
 from __future__ import annotations
@@ -147,10 +148,14 @@ def _tool_result(data: dict[str, Any]) -> ContextItem:
 def _cut(said: LogContext, first: int, last: int) -> tuple[ContextItem, ...]:
     """The user and tool messages on lines ``first..last`` after the last assistant message."""
     collected: list[ContextItem] = []
-    for item in said.items[bisect_left(said.lines, first):bisect_right(said.lines, last)]:
+    items = said.items
+    for k in range(bisect_left(said.lines, first), bisect_right(said.lines, last)):
+        item = items[k]
+        if type(item) is tuple:  # a line kept as read: decoded once, here
+            item = items[k] = said_item(*item) or False
         if item is None:
             collected.clear()
-        else:
+        elif isinstance(item, ContextItem):
             collected.append(item)
     return tuple(collected)
 

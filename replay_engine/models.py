@@ -303,12 +303,15 @@ class ContextItem:
 
 @dataclass(slots=True)
 class LogContext:
-    """What a log holds besides its calls, read in the same pass: its user messages and tool
-    results (``None`` marks an assistant message, after which what came before was answered),
-    each with its line. The recorded context of every call is cut from it (``context``)."""
+    """What a log holds besides its calls, taken in the same pass: its user messages and tool
+    results, each with its line. The recorded context of every call is cut from it
+    (``context.script_contexts``), in memory."""
 
     lines: list[int] = field(default_factory=list)
-    items: list[ContextItem | None] = field(default_factory=list)
+    items: list[ContextItem | tuple[str, bytes] | bool | None] = field(default_factory=list)
+    """Per line: ``None`` for an assistant message (what came before it was answered), a
+    ``(type, line)`` pair for a ``user/message`` / ``tool/result`` line, decoded into its
+    ``ContextItem`` the first time a context is cut (``False`` when it holds none)."""
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import ASSISTANT_MESSAGE, said_item
+from ..context import ASSISTANT_MESSAGE
 from ..models import ChunksEntry, LogContext, ScriptEntry
 from .callkeys import Undefined, call_key, js_string
 from .feeds import CallFeed
@@ -30,13 +30,10 @@ class Deriver(CallFeed):
         """The log's user messages, tool results and assistant messages by line."""
 
     def said(self, kind: str, line: int, raw: bytes) -> None:
-        """Keep a context line (an assistant message as the mark that closes what came
-        before, not parsed: it can be big)."""
-        item = None if kind == ASSISTANT_MESSAGE else said_item(kind, raw)
-        if item is None and kind != ASSISTANT_MESSAGE:
-            return
+        """Keep a context line: an assistant message as the mark that closes what came
+        before, a user or tool line as is (decoded when a context is first cut from it)."""
         self.context.lines.append(line)
-        self.context.items.append(item)
+        self.context.items.append(None if kind == ASSISTANT_MESSAGE else (kind, raw))
 
     def _keep(self, key: str, chunks: list[Any], times: Any) -> None:
         entry = ChunksEntry.model_construct(kind="chunks", chunks=chunks)

@@ -18,18 +18,13 @@ from typing import Any
 import msgspec
 
 from .chunkshape import ends_in_error_finish
+from .logevents import ASSISTANT_MESSAGE, CONTEXT_TYPES, SAID_TYPES
 from .models import ChunksEntry, ContextItem, LogContext, ScriptEntry, SessionScript
 from .requests import content_text, live_new_messages
 
-__all__ = ["CONTEXT_TYPES", "ContextItem", "DiffRow", "content_text", "context_range",
-           "diff_context", "diff_line", "live_new_messages", "recorded_context",
-           "said_item", "script_contexts"]
-
-CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
-ASSISTANT_MESSAGE = "assistant/message"
-SAID_TYPES = frozenset({*CONTEXT_TYPES, ASSISTANT_MESSAGE})
-"""Event types a log reader hands the deriver besides calls (``CallFeed.said``)."""
-
+__all__ = ["ASSISTANT_MESSAGE", "CONTEXT_TYPES", "SAID_TYPES", "ContextItem", "DiffRow",
+           "content_text", "context_range", "diff_context", "diff_line", "live_new_messages",
+           "recorded_context", "said_item", "script_contexts"]
 
 def _answered(item: ScriptEntry) -> bool:
     """Whether a recorded call gave the agent an answer (an assistant turn it builds on): an
@@ -60,18 +55,6 @@ def context_range(script: SessionScript, call_index: int) -> tuple[int, int] | N
             start = previous.lines[1] + 1
             break
     return start, last
-
-
-def said_kind(raw: bytes) -> str | None:
-    """The type of a line the fast decoders refused when it is one ``said_item`` reads."""
-    if not any(t.encode() in raw for t in SAID_TYPES):
-        return None
-    try:
-        event = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    kind = event.get("type") if isinstance(event, dict) else None
-    return kind if isinstance(kind, str) and kind in SAID_TYPES else None
 
 
 class _SaidData(msgspec.Struct, gc=False):

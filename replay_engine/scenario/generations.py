@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from ..context import SAID_TYPES
 from ..errors import LogParseError
+from ..logevents import SAID_TYPES
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, kept_may_fail

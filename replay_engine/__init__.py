@@ -29,7 +29,6 @@ if TYPE_CHECKING:
         diff_context,
         diff_line,
         live_new_messages,
-        read_recorded_context,
         recorded_context,
     )
     from .engine import (
@@ -151,7 +150,6 @@ _LAZY: dict[str, str] = {
     "diff_context": "context",
     "diff_line": "context",
     "live_new_messages": "context",
-    "read_recorded_context": "context",
     "recorded_context": "context",
     "DEFAULT_JOURNAL_LIMIT": "engine",
     "StagedScripts": "engine",
@@ -378,7 +376,6 @@ __all__ = [
     "parse_session_header",
     "parse_session_log",
     "parse_sidecar_text",
-    "read_recorded_context",
     "recorded_context",
     "resolve_scripted_entry",
     "throw_code_warning",

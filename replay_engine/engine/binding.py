@@ -13,12 +13,13 @@ from typing import Any
 
 import msgspec
 
-from ..context import ContextItem, live_new_messages
+from ..context import ContextItem
 from ..divergence import divergence, same_content
 from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
 from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
+from ..requests import live_new_messages
 from . import events as ev
 from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
@@ -56,7 +57,7 @@ def bind_call(
     session claim the script whose first call it matches.
     """
     if contexts is not None and messages is not None:
-        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages))
+        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages, dialect))
     else:
         live = None
     binding = run.bindings.get(session_id)
@@ -77,7 +78,7 @@ def bind_call(
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
-                                      messages))
+                                      messages, dialect=dialect))
             try:
                 raise err
             finally:  # the error's traceback holds this frame: no cycle through the local
@@ -99,7 +100,7 @@ def bind_call(
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retry, dialect, bound_by=binding.rule)
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
-                                 binding.script_index, binding.cursor))
+                                 binding.script_index, binding.cursor, dialect=dialect))
         err2.script_index = binding.script_index
         try:
             raise err2

@@ -30,6 +30,8 @@ class RefusedCall:
     messages: Any
     script_index: int | None
     call_index: int | None
+    dialect: str | None = None
+    """The wire the request arrived on (how its messages are read)."""
 
 
 def _script_name(script: SessionScript) -> str:
@@ -37,9 +39,9 @@ def _script_name(script: SessionScript) -> str:
 
 
 def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index: int,
-          messages: Any) -> str | None:
+          messages: Any, dialect: str | None = None) -> str | None:
     """One line: how the live request's new messages differ from the recorded ones there."""
-    live = live_new_messages(messages)
+    live = live_new_messages(messages, dialect)
     if script_index is None or script_index >= len(scripts):
         recorded = []
     else:
@@ -61,7 +63,7 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
         names = ", ".join(_script_name(s) for s in scripts) or "none"
         lines.append(f"  call: the first call of {who}; the recorded sessions ({names}) are all "
                      "bound already")
-        diff = _diff(scripts, None, 0, refused.messages)
+        diff = _diff(scripts, None, 0, refused.messages, refused.dialect)
     else:
         script = scripts[si]
         last = len(script.entries) - 1
@@ -69,7 +71,7 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
                  if last >= 0 else "the script records no call")
         lines.append(f"  call: {who}: call #{ci} of script {si} ({_script_name(script)}): past "
                      f"the recording; {where}")
-        diff = _diff(scripts, si, ci, refused.messages)
+        diff = _diff(scripts, si, ci, refused.messages, refused.dialect)
     if diff is not None:
         lines.append(f"  diff: {diff}")
     return lines

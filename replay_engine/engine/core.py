@@ -44,6 +44,7 @@ from .state import (
     DEFAULT_JOURNAL_LIMIT,
     Call,
     CallRecord,
+    GoLive,
     Run,
     RunState,
     StepMode,
@@ -400,6 +401,11 @@ class ReplayEngine:
         r = self._run(run)
         r.overflow = r.overflow if overflow is None else overflow
         r.scrub = scrub or r.scrub
+
+    def set_go_live(self, run: str, rule: GoLive | None) -> None:
+        """Which of ``run``'s bound calls on its overflow wires leave the recording for the
+        upstream, with every later call of their session (``GoneLiveError``; None: none)."""
+        self._run(run).go_live = rule
 
     def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
         """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""

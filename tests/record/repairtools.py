@@ -101,7 +101,7 @@ async def repair(directory: Path, upstream: str, plan: Plan | None, *extra: str,
             answers = await converse(url + "/v1", plan)
             if during is not None:
                 during(url)
-        if proc.returncode is None:
+        if first.startswith("http://"):  # serving: stop it as a user does
             proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError, ReplayError
+
 HELP = "compare two scenarios call by call (a re-recording's review)"
 EXIT_SAME, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 
@@ -36,20 +38,16 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=run_diff)
 
 
-class DiffError(Exception):
-    """A scenario that cannot be compared (the message names it)."""
-
-
 def _load(path: Path, shown: str) -> Any:
-    from ..errors import ReplayError
     from ..scenario.loading import load_scenario
 
     if not path.is_dir():
-        raise DiffError(f"{shown}: not a scenario directory")
+        raise InputError(f"{shown}: not a scenario directory")
     try:
         return load_scenario(path)
     except ReplayError as exc:
-        raise DiffError(f"{shown} does not load: [{exc.code}] {exc.message}") from None
+        raise InputError(f"{shown} does not load: [{exc.code}] {exc.message}",
+                        code=exc.code) from None
 
 
 def _git(cwd: Path, *args: str) -> bytes:
@@ -57,9 +55,9 @@ def _git(cwd: Path, *args: str) -> bytes:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False,
                               timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DiffError(f"git {' '.join(args)}: {exc}") from None
+        raise InputError(f"git {' '.join(args)}: {exc}") from None
     if done.returncode != 0:
-        raise DiffError(f"git {' '.join(args)} in {cwd}: "
+        raise InputError(f"git {' '.join(args)} in {cwd}: "
                         f"{done.stderr.decode('utf-8', 'replace').strip()}")
     return done.stdout
 
@@ -69,12 +67,12 @@ def committed_copy(directory: Path, rev: str, into: Path) -> Path:
     from ..scenario.layout import is_scenario_file
 
     if not directory.is_dir():
-        raise DiffError(f"{directory}: not a scenario directory")
+        raise InputError(f"{directory}: not a scenario directory")
     listed = _git(directory, "ls-tree", "--name-only", "--full-name", rev, "--", ".")
     names = [line for line in listed.decode("utf-8").splitlines() if line]
     wanted = [n for n in names if is_scenario_file(n.rsplit("/", 1)[-1])]
     if not wanted:
-        raise DiffError(f"{directory} holds no scenario file at {rev}")
+        raise InputError(f"{directory} holds no scenario file at {rev}")
     for name in wanted:
         (into / name.rsplit("/", 1)[-1]).write_bytes(_git(directory, "show", f"{rev}:{name}"))
     return into
@@ -88,7 +86,7 @@ def run_diff(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="dsh-replay-diff-") as tmp:
             if args.git is not None:
                 if args.new is not None:
-                    raise DiffError("give one scenario directory with --git (it is compared "
+                    raise InputError("give one scenario directory with --git (it is compared "
                                     "with itself as committed at REV)")
                 directory = Path(args.old)
                 old = _load(committed_copy(directory, args.git, Path(tmp)),
@@ -96,12 +94,12 @@ def run_diff(args: argparse.Namespace) -> int:
                 new = _load(directory, args.old)
             else:
                 if args.new is None:
-                    raise DiffError("give two scenario directories (OLD NEW), or one with "
+                    raise InputError("give two scenario directories (OLD NEW), or one with "
                                     "--git REV")
                 old, new = _load(Path(args.old), args.old), _load(Path(args.new), args.new)
             result = diff_scenarios(old, new)
-    except DiffError as exc:
-        print(f"dsh-replay: diff: {exc}", file=sys.stderr)
+    except ReplayError as exc:
+        print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -23,8 +22,7 @@ from ..errors import ReplayError, ScenarioNotFoundError
 from ..files import atomic_write
 from ..record.calls import CallReport
 from ..record.directory import existing_scenario_files
-from ..record.repair import CallRef, RepairRecorder, check_call_refs, install_repair, parse_call_ref
-from ..record.staging import attempt_problems
+from ..record.repair import CallRef, RepairSession, check_call_refs, parse_call_ref
 from ..record.summary import report_line
 from ..scenario.loading import Scenario, load_scenario
 
@@ -52,8 +50,6 @@ async def _run(args: argparse.Namespace) -> int:
     from ..record import load_scrub_file
     from ..record.directory import lock_directory
     from ..record.proxy import check_upstream
-    from ..record.repair import RepairRecording
-    from ..record.staging import attempt_directory
     from ..server import ReplayServer
     from ..server.listen import cannot_listen
 
@@ -67,18 +63,15 @@ async def _run(args: argparse.Namespace) -> int:
     scrub = load_scrub_file(args.scrub) if args.scrub else None
     lock = lock_directory(root)  # one recorder at a time on DIR (RECORDING_LOCKED)
     try:
-        attempt = attempt_directory(root)
-        recording = RepairRecording(attempt, root, scenario, args.upstream, scrub=scrub,
-                                    cuts=cuts)
+        repair = RepairSession(root, scenario, args.upstream, scrub=scrub, cuts=cuts)
 
         def show(report: CallReport) -> None:
             _say(f"upstream: {report_line(report)}")
 
-        recording.recorder.listeners.append(show)
+        repair.recorder.listeners.append(show)
         engine = ReplayEngine(scenario.scripts)
         server = ReplayServer(engine, host=args.host, port=args.port, scenario=scenario)
-        server.set_overflow(DEFAULT_RUN, recording.answer, recording.dialects)
-        engine.set_go_live(DEFAULT_RUN, recording.go_live)
+        repair.attach(server, DEFAULT_RUN)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -96,26 +89,27 @@ async def _run(args: argparse.Namespace) -> int:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             await server.stop()
-            await recording.close()
-        return _conclude(recording.recorder, root, attempt, keep=args.keep_failures)
+            await repair.close()
+        return _conclude(repair, keep=args.keep_failures)
     finally:
         lock.release()
 
 
-def _conclude(recorder: RepairRecorder, root: Path, attempt: Path, *, keep: bool) -> int:
+def _conclude(repair: RepairSession, *, keep: bool) -> int:
     """Install the attempt when it is right (or kept as asked), else keep it and say why."""
-    if not recorder.reports and not recorder.dropped and recorder.failure is None:
-        shutil.rmtree(attempt, ignore_errors=True)
+    root, recorder = repair.root, repair.recorder
+    if not repair.recorded:
+        repair.discard()
         print(f"every request followed the recording: nothing went upstream and {root} is "
               "unchanged", flush=True)
         return 0
-    problems = attempt_problems(recorder)
+    problems = repair.problems()
     cuts = ", ".join(f"script {s} from call #{c}" for s, c in sorted(recorder.cuts.items()))
     print(f"recorded {len(recorder.reports)} call(s) upstream"
           + (f" ({cuts})" if cuts else ""), flush=True)
     if not problems or keep:
         try:
-            backups = install_repair(recorder, root, attempt)
+            backups = repair.install()
         except ReplayError as exc:
             problems.append(f"the result would not load: [{exc.code}] {exc.message}")
         else:
@@ -129,8 +123,8 @@ def _conclude(recorder: RepairRecorder, root: Path, attempt: Path, *, keep: bool
     _say(f"not installed, so {root} is unchanged:")
     for problem in problems:
         print(f"  {problem}", file=sys.stderr, flush=True)
-    print(f"  the attempt is kept in {attempt} (read it, then delete it); run again, or pass "
-          "--keep-failures to install a recording like it", file=sys.stderr, flush=True)
+    print(f"  the attempt is kept in {repair.attempt} (read it, then delete it); run again, or "
+          "pass --keep-failures to install a recording like it", file=sys.stderr, flush=True)
     return EXIT_NOT_INSTALLED
 
 

@@ -28,7 +28,7 @@ from ..errors import ConfigError, GoneLiveError
 from ..models import SessionScript, entry_to_json
 from ..scenario.layout import SIDECAR_NAME, generation_of
 from ..scenario.loading import Scenario
-from ..server import Overflowed
+from ..server import Overflowed, ReplayServer
 from .episodes import (
     NEW_EPISODES,
     ContinuedLog,
@@ -290,3 +290,90 @@ def install_repair(recorder: RepairRecorder, scenario: Path, attempt: Path) -> l
     backups = install(scenario, files, recorder.removed)
     shutil.rmtree(attempt, ignore_errors=True)
     return backups
+
+
+class RepairSession:
+    """One repair of a scenario directory: the attempt beside it, the recording, and the end
+    (install, or discard) — what ``record --from-divergence`` and the debugger drive."""
+
+    def __init__(self, root: Path, scenario: Scenario, upstream: str, *,
+                 scrub: Scrubber | None = None, cuts: Iterable[CallRef] = (),
+                 on_divergence: bool = True) -> None:
+        import shutil
+
+        from .staging import attempt_directory
+
+        self.root = root
+        self.scenario = scenario
+        self.attempt = attempt_directory(root)
+        try:
+            self.recording = RepairRecording(self.attempt, root, scenario, upstream, scrub=scrub,
+                                             cuts=cuts, on_divergence=on_divergence)
+        except BaseException:
+            shutil.rmtree(self.attempt, ignore_errors=True)
+            raise
+        self.upstream = self.recording.proxy.upstream
+
+    @property
+    def recorder(self) -> RepairRecorder:
+        """The recorder writing the attempt."""
+        return self.recording.recorder
+
+    def attach(self, server: ReplayServer, run: str) -> None:
+        """Let ``run`` of ``server`` go live through this repair."""
+        server.set_overflow(run, self.recording.answer, self.recording.dialects)
+        server.engine.set_go_live(run, self.recording.go_live)
+
+    def detach(self, server: ReplayServer, run: str) -> None:
+        """``run`` replays only again."""
+        server.set_overflow(run, None)
+        server.engine.set_go_live(run, None)
+
+    async def close(self) -> None:
+        """Finish the attempt's logs and let go of the upstream."""
+        await self.recording.close()
+
+    @property
+    def recorded(self) -> bool:
+        """Whether anything went upstream (or was dropped, or failed to be written)."""
+        recorder = self.recorder
+        return bool(recorder.reports or recorder.dropped or recorder.failure is not None)
+
+    def problems(self) -> list[str]:
+        """Why the result must not be installed (empty: every upstream call succeeded)."""
+        from .staging import attempt_problems
+
+        return attempt_problems(self.recorder) if self.recorded else []
+
+    def preview(self) -> Scenario:
+        """The repaired scenario as it would be installed, loaded from a copy inside the
+        attempt (ReplayError when it would not load)."""
+        import shutil
+
+        from ..scenario.loading import load_scenario
+        from .directory import existing_scenario_files
+
+        files = self.recorder.merged_files()
+        trial = self.attempt / ".review"
+        shutil.rmtree(trial, ignore_errors=True)
+        trial.mkdir()
+        for path in existing_scenario_files(self.root):
+            if path.name not in self.recorder.removed:
+                (trial / path.name).write_bytes(path.read_bytes())
+        for name, data in files.items():
+            (trial / name).write_bytes(data)
+        return load_scenario(trial)
+
+    def install(self) -> list[Path]:
+        """Validate and install the result beside backups; returns them (ReplayError: nothing
+        installed, the attempt kept)."""
+        import shutil
+
+        shutil.rmtree(self.attempt / ".review", ignore_errors=True)
+        return install_repair(self.recorder, self.root, self.attempt)
+
+    def discard(self) -> None:
+        """Drop the attempt: the scenario stays as it is."""
+        import shutil
+
+        shutil.rmtree(self.attempt, ignore_errors=True)

@@ -51,6 +51,7 @@ class LiveFrom:
         self.reports: dict[str, list[CallReport]] = {}
         self.repair: RepairSession | None = None
         self._server: ReplayServer | None = None
+        self._closed = False
 
     # -- the header's RecordingStatus ------------------------------------------------------
 
@@ -78,6 +79,7 @@ class LiveFrom:
         """Attach a fresh repair to the default run of ``server`` (serving ``scenario``)."""
         self.repair = RepairSession(self.options.scenario, scenario, self.upstream,
                                     on_divergence=self.auto)
+        self._closed = False
         self.repair.recorder.listeners.append(self._recorded)
         self.repair.attach(server, DEFAULT_RUN)
         server.engine.set_go_live(DEFAULT_RUN, self._go_live)
@@ -110,9 +112,11 @@ class LiveFrom:
         repair, server = self.repair, self._server
         if repair is None:
             return None
-        if server is not None:
-            repair.detach(server, DEFAULT_RUN)
-        await repair.close()
+        if not self._closed:
+            self._closed = True
+            if server is not None:
+                repair.detach(server, DEFAULT_RUN)
+            await repair.close()
         if not repair.recorded:
             repair.discard()
             self._reset()

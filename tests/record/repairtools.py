@@ -86,8 +86,9 @@ class RepairRun:
 
 
 async def repair(directory: Path, upstream: str, plan: Plan | None, *extra: str,
-                 during: Callable[[str], object] | None = None) -> RepairRun:
-    """Run the CLI on ``directory``, drive ``plan`` through it, stop it with SIGINT."""
+                 during: Callable[[str], object] | None = None,
+                 stop: signal.Signals = signal.SIGINT) -> RepairRun:
+    """Run the CLI on ``directory``, drive ``plan`` through it, stop it with ``stop``."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "replay_engine.cli", "record", str(directory), "--upstream",
         upstream, "--from-divergence", "--port", "0", *extra,
@@ -102,7 +103,7 @@ async def repair(directory: Path, upstream: str, plan: Plan | None, *extra: str,
             if during is not None:
                 during(url)
         if first.startswith("http://"):  # serving: stop it as a user does
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(stop)
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
         if proc.returncode is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,20 @@ async def test_an_upstream_failing_at_the_diverged_call_changes_nothing(tmp_path
     assert files_of(scenario) == before
     attempts = list(tmp_path.glob("scenario.recording-*"))
     assert len(attempts) == 1 and str(attempts[0]) in run.err
+
+
+async def test_a_killed_run_leaves_the_scenario_untouched(tmp_path: Path) -> None:
+    async with echo_upstream() as upstream:
+        scenario = await _recorded(tmp_path, upstream.url, "v4")
+        before = files_of(scenario)
+        run = await repair(scenario, upstream.url, {"main": ["a1", "a2 changed", "a3"]},
+                           stop=signal.SIGKILL)
+        assert len(upstream.requests) == 5 + 2
+    assert run.code == -signal.SIGKILL
+    assert files_of(scenario) == {**before, **{k: v for k, v in files_of(scenario).items()
+                                               if k.startswith(".")}}
+    again = await _replays_strictly(scenario, PLAN)
+    assert again == []
 
 
 async def test_keep_failures_installs_a_failed_tail(tmp_path: Path) -> None:

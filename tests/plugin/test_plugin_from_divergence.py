@@ -4,13 +4,14 @@ when the test passed and every upstream call succeeded."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
 import pytest
 
 from tests.plugin.plugintools import XDIST, ThreadedUpstream, files_of, run
-from tests.record.repairtools import echo_answer
+from tests.record.repairtools import echo_answer, record_plan
 
 ECHO_AGENT = '''
 """A two-session agent on the openai SDK: each session asks its questions in turn."""
@@ -141,3 +142,26 @@ def test_xdist_workers_repair_their_own_scenarios(project: pytest.Pytester,
     heads = [json.loads((project.path / "scenarios" / n / "session.1.jsonl").read_text()
                         .splitlines()[0])["id"] for n in ("one", "two")]
     assert heads == ["helper", "helper"]
+
+
+def test_a_v4_scenario_with_a_child_is_repaired_as_v4(project: pytest.Pytester,
+                                                     echo: ThreadedUpstream,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-repair")
+    scenario = project.path / "scenarios" / "fixture"
+    asyncio.run(record_plan(scenario, echo.url(), PLAN, "v4"))
+    before = files_of(scenario)
+    changed = {"main": ["a1", "a2", "a3"], "helper": ["b1 reworded", "b2"]}
+    project.makepyfile(echo_agent=ECHO_AGENT, test_fixture=_test(changed))
+    result = run(project, "--dsh-replay-record=from_divergence", "--dsh-replay-upstream",
+                 echo.url())
+    result.assert_outcomes(passed=1)
+    assert len(echo.requests) == 5 + 2  # the helper from its first call on
+    after = files_of(scenario)
+    assert after["session.v4.jsonl"] == before["session.v4.jsonl"]
+    header = before["session.1.v4.jsonl"].splitlines(keepends=True)[0]
+    assert after["session.1.v4.jsonl"].startswith(header)
+    assert json.loads(header)["version"] == 4
+    assert not any(name.endswith(".jsonl") and ".v4." not in name for name in after)
+    run(project, "--dsh-replay-strict").assert_outcomes(passed=1)
+    assert len(echo.requests) == 7

@@ -195,6 +195,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         await self.loader.load(initial=True)
         if self.options.serve:
             await self._start_server(self.record.port if self.record is not None else None)
+            if self.live_from is not None:
+                self.watch_divergence()
             if self.options.from_divergence and self.server is not None \
                     and self.scenario is not None:
                 assert self.live_from is not None

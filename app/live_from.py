@@ -22,6 +22,7 @@ from replay_engine import (
     Scenario,
     diff_scenarios,
 )
+from replay_engine import events as ev
 
 from .headless.header import earliest_divergence
 from .headless.state import AppOptions
@@ -173,6 +174,24 @@ class LiveFromKeys:
         if live.repair is None:
             live.start(self.server, self.scenario)
         return live
+
+    def watch_divergence(self: ReplayApp) -> None:  # type: ignore[misc]
+        """Preselect the first call of the followed run that leaves the recording, so ``L``
+        goes live from it (the selection stays the user's once they picked a call)."""
+        def seen(event: ev.EngineEvent) -> None:
+            if not isinstance(event, ev.CallStarted) or event.run != self.run_name:
+                return
+            state = self.engine.state(event.run)
+            if any(b.script_index == event.script_index and event.call_index in b.diverged
+                   for b in state.bindings):
+                self.call_later(self._preselect, event.script_index, event.call_index)
+
+        self.engine.subscribe(seen, chunks=False)
+
+    def _preselect(self: ReplayApp, script: int, call: int) -> None:  # type: ignore[misc]
+        selected = self.scripts_view.selected()
+        if selected is None or selected[1] is None:
+            self.scripts_view.select(script, call)
 
     def action_go_live(self: ReplayApp) -> None:  # type: ignore[misc]
         """Go live from the selected call (the first diverged one when none is selected)."""

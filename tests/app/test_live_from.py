@@ -73,7 +73,8 @@ async def test_go_live_from_the_selected_call_then_discard(tmp_path: Path) -> No
             changed = {"main": ["a1", "a2 other", "a3"]}
             await converse(app.url + "/v1", changed)  # replayed: the old answers, diverged
             assert len(upstream.requests) == 5
-            app.scripts_view.select(0, 1)
+            await until(app, lambda: app.scripts_view.selected() == (0, 1),
+                        "the diverged call preselected")
             await pilot.press("L")
             await until(app, lambda: any("live from #1 of script 0 armed: the run was reset"
                                          in line for line in app.live_pane.lines), "armed")

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
         diff_context as diff_context,
         diff_line as diff_line,
         live_new_messages as live_new_messages,
-        read_recorded_context as read_recorded_context,
         recorded_context as recorded_context,
     )
     from .engine import (
@@ -110,8 +109,17 @@ if TYPE_CHECKING:
         check_upstream as check_upstream,
         record_scenario as record_scenario,
     )
+    from .record.repair import (
+        RepairSession as RepairSession,
+    )
     from .record.summary import (
         recording_summary as recording_summary,
+    )
+    from .review import (
+        CallDiff as CallDiff,
+        ScenarioDiff as ScenarioDiff,
+        ScriptDiff as ScriptDiff,
+        diff_scenarios as diff_scenarios,
     )
     from .safe_text import (
         printable as printable,

@@ -34,6 +34,10 @@ class RecordingStatus(Protocol):
     def counts(self) -> list[tuple[str, int]]:
         """Calls recorded per session, in the order sessions first called."""
 
+    @property
+    def title(self) -> str | None:
+        """The header's first segment (None: ``● RECORDING → upstream``)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AppOptions(ServeOptions):
@@ -51,6 +55,11 @@ class AppOptions(ServeOptions):
     and serve what was recorded."""
     force: bool = False
     """Record mode: record into a directory that already holds a scenario (kept as .bak.N)."""
+    live_from: bool = False
+    """``upstream`` without ``--record``: serve the scenario, and go live to the upstream from
+    a chosen call (``live_from.py``) instead of recording first."""
+    from_divergence: bool = False
+    """With ``live_from``: each session goes live at its first diverged call by itself."""
     mode: StepMode = "run"
     """The step mode the default run starts in (``--mode``): ``call`` holds every call before
     its first chunk, ``chunk`` every chunk, so nothing is served before a key is pressed."""
@@ -79,6 +88,8 @@ class DebugState:
     """The user picked the run to follow; until then the screen follows the first run that binds."""
     recording: RecordingStatus | None = None
     """Record mode's recording (None when not recording)."""
+    live: RecordingStatus | None = None
+    """The live-from recording (``--upstream`` without ``--record``; None otherwise)."""
     last_state: RunState | None = None
     """The followed run as last painted."""
 

@@ -96,6 +96,10 @@ class ReplayApp(OpenInEditorKey, App[str]):
         """Record mode: the recording that runs before the scenario loads (None otherwise)."""
         self.state.recording = self.record
         self.collector = IdleCollector()
+        self._url_file_due = False
+        """The URL file waits for a scenario to load (a client told the URL earlier would be
+        refused 503; pytest --dsh-replay-debug holds the test until it is written)."""
+        self.loader.on_loaded = self._scenario_loaded
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -262,11 +266,21 @@ class ReplayApp(OpenInEditorKey, App[str]):
             self.live_pane.log_event(f"not serving: {self.state.serve_error}")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
-        if self.options.url_file is not None:
+        if self.options.url_file is not None and self.state.scenario is None:
+            self._url_file_due = True
+            self.live_pane.log_event(f"the URL goes to {self.options.url_file} once the scenario "
+                                     "loads")
+        elif self.options.url_file is not None:
             await self._write_url_file(self.options.url_file)
         warning = loopback_warning(self.options.host)
         if warning is not None:
             self.live_pane.log_event(Text(warning, style="bold yellow"))
+
+    def _scenario_loaded(self) -> None:
+        """A load succeeded: write the URL file that waited for it."""
+        if self._url_file_due and self.options.url_file is not None and self.url is not None:
+            self._url_file_due = False
+            self.run_worker(self._write_url_file(self.options.url_file), group="url-file")
 
     async def _write_url_file(self, path: Path) -> None:
         try:

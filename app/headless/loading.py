@@ -26,7 +26,7 @@ from replay_engine import (
     load_scenario,
 )
 
-from .reload import describe_changes, wait_for_directory, watch_scenario
+from .reload import FilesState, describe_changes, files_state, wait_for_directory, watch_scenario
 from .state import DebugState
 
 UNFINISHED_CODE = UNFINISHED_CALL
@@ -101,6 +101,12 @@ class ScenarioLoader:
         self._sidecar_digest: str | None = None
         """Fingerprint of the sidecar as read by the last load (before it read the scenario)."""
         self._prefetched: asyncio.Future[Scenario] | None = None
+        self._seen: FilesState | None = None
+        """The scenario files as the last load found them (a watch that starts later reloads
+        when they differ: a change before the watch was in place is not lost)."""
+        self._recheck: asyncio.Task[bool] | None = None
+        self.on_loaded: Callable[[], None] | None = None
+        """Called after every load that succeeded (the app writes a waiting URL file then)."""
 
     @property
     def root(self) -> Path:
@@ -190,6 +196,7 @@ class ScenarioLoader:
     def _read_scenario(self, progress: Callable[[LoadProgress], None] | None = None) -> Scenario:
         # The digest is taken first: a write racing the load then differs and reloads again.
         self._sidecar_digest = self._read_sidecar_digest()
+        self._seen = files_state(self.root)
         try:
             return load_scenario(self.root, progress=progress)
         except OSError as exc:
@@ -221,6 +228,8 @@ class ScenarioLoader:
         else:
             self.view.log_line(describe_changes(changes, state.names()))
         self.view.request_flush()
+        if self.on_loaded is not None:
+            self.on_loaded()
 
     def reload_from_api(self) -> Scenario:
         """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
@@ -273,7 +282,9 @@ class ScenarioLoader:
         return True
 
     async def watch(self, stop_event: anyio.Event, on_ready: Callable[[], None]) -> None:
-        """Reload on every debounced change of a scenario file, until ``stop_event``."""
+        """Reload on every debounced change of a scenario file, until ``stop_event``; when the
+        directory is replaced, watch the new one. Each time the watch is in place, files that
+        changed since the last load (before the watch could see them) are loaded."""
         async def changed(names: list[str]) -> None:
             self.view.log_line("changed: " + ", ".join(names))
             if names == [SIDECAR_NAME]:
@@ -281,4 +292,16 @@ class ScenarioLoader:
             else:
                 await self.load(why="files changed")
 
-        await watch_scenario(self.root, changed, stop_event=stop_event, on_ready=on_ready)
+        def ready() -> None:
+            on_ready()
+            if files_state(self.root) != self._seen and self._recheck is None:
+                self._recheck = asyncio.ensure_future(self._load_missed())
+
+        await watch_scenario(self.root, changed, stop_event=stop_event, on_ready=ready)
+
+    async def _load_missed(self) -> bool:
+        try:
+            self.view.log_line(f"{self.root} changed before the watch was in place")
+            return await self.load(why="changed while starting to watch")
+        finally:
+            self._recheck = None

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -209,7 +210,7 @@ async def test_an_editor_that_cannot_start_is_a_message_and_the_debugger_goes_on
 @pytest.mark.parametrize("editor", ["nosuch-editor", "nosuch-code --wait"])
 def test_a_missing_editor_in_a_real_terminal_leaves_the_debugger_running(
         tmp_path: Path, editor: str) -> None:
-    terminal = Terminal(f"dsh-replay-noeditor-{tmp_path.name}", tmp_path / "tmux.conf")
+    terminal = Terminal(f"dsh-replay-noeditor-{uuid.uuid4().hex[:12]}", tmp_path / "tmux.conf")
     assert TUI is not None
     try:
         terminal.start(tmp_path, "env", f"VISUAL={editor}", TUI, str(SAMPLES / "basic-chat"),

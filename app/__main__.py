@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from replay_engine import (
     DEFAULT_RUN,
     EXIT_FAILED,
+    EXIT_USAGE,
     ReplayError,
     VersionAction,
     add_serve_arguments,
@@ -23,6 +24,10 @@ from replay_engine import (
 
 if TYPE_CHECKING:
     from .app import AppOptions
+
+
+class OutputFileError(ValueError):
+    """A file the debugger writes cannot be written where it is asked to (exit 2, one line)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +80,17 @@ def _breakpoint(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def output_file_problem(flag: str, path: Path) -> str | None:
+    """Why a file the debugger writes on quit cannot be written there (checked at start, so a
+    session does not end in a failed write), or None."""
+    if path.is_dir():
+        return f"{flag} {path}: is a directory; name a file in it, e.g. {path / 'verdict.json'}"
+    if not path.parent.is_dir():
+        return (f"{flag} {path}: the directory {path.parent} does not exist; create it first "
+                "or name a file in an existing directory")
+    return None
+
+
 def options_from_args(args: argparse.Namespace) -> AppOptions:
     """Validate the arguments into AppOptions: ``argparse.ArgumentTypeError`` for flags that
     cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
@@ -86,6 +102,10 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
                                          "replays it")
     if args.force and not args.record:
         raise argparse.ArgumentTypeError("--force only applies to --record")
+    if args.verdict_file is not None:
+        problem = output_file_problem("--verdict-file", Path(args.verdict_file))
+        if problem is not None:
+            raise OutputFileError(problem)
     serve = serve_options(args)
     if args.record:
         from replay_engine import check_upstream
@@ -111,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = options_from_args(args)
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
+    except OutputFileError as exc:
+        print(f"dsh-replay-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ReplayError as exc:
         print(f"dsh-replay-tui: error [{exc.code}]: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
@@ -122,7 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(verdict)
     if args.verdict_file:
         document = run_verdict(app.engine, DEFAULT_RUN)
-        atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
+        try:
+            atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
+        except OSError as exc:
+            print(f"dsh-replay-tui: cannot write the verdict file {args.verdict_file} "
+                  f"({exc.strerror or exc})", file=sys.stderr)
+            return EXIT_FAILED
     return app.return_code or 0
 
 

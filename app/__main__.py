@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if verdict:
         print(verdict)
     if args.verdict_file:
-        document = run_verdict(app.engine, DEFAULT_RUN)
+        document = app.verdict_document or run_verdict(app.engine, DEFAULT_RUN)
         try:
             atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
         except OSError as exc:

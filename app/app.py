@@ -20,6 +20,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from replay_engine import (
+    DEFAULT_RUN,
     LoadProgress,
     ReplayEngine,
     ReplayError,
@@ -28,6 +29,7 @@ from replay_engine import (
     atomic_write,
     cannot_listen,
     loopback_warning,
+    run_verdict,
 )
 
 from . import keymap
@@ -100,6 +102,9 @@ class ReplayApp(OpenInEditorKey, App[str]):
         """The URL file waits for a scenario to load (a client told the URL earlier would be
         refused 503; pytest --dsh-replay-debug holds the test until it is written)."""
         self.loader.on_loaded = self._scenario_loaded
+        self.verdict_document: dict[str, Any] | None = None
+        """The default run's verdict as ``--verdict-file`` writes it, taken when quitting began
+        (as the printed verdict: a call paused then is paused, not a client gone away)."""
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -301,6 +306,7 @@ class ReplayApp(OpenInEditorKey, App[str]):
         """Stop serving and exit with the verdict: one line per run that bound a session, with
         what was in flight or aborted (exit 0 consumed, 3 not, 1 never loaded, 4 not serving)."""
         verdict = self.verdict()  # before shutdown cancels what is still in flight
+        self.verdict_document = run_verdict(self.engine, DEFAULT_RUN)  # the same moment
         await self.shutdown()
         self.exit(verdict.text, return_code=verdict.code)
 

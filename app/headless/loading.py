@@ -176,10 +176,11 @@ class ScenarioLoader:
         return True
 
     async def reload_sidecar(self, why: str) -> bool:
-        """Reload after the sidecar changed, unless its content is what the last load read (the
-        editor's save reloads once: whichever of its close and the watcher comes second skips)."""
+        """Reload after the sidecar changed, unless its content is what the last load read and
+        loaded (the editor's save reloads once: whichever of its close and the watcher comes
+        second skips; after a failed load it is loaded again, to say whether it still fails)."""
         async with self._lock:
-            if not self.guard.deferred and (
+            if not self.guard.deferred and self.state.load_error is None and (
                     await asyncio.to_thread(self._read_sidecar_digest) == self._sidecar_digest):
                 self.view.log_line(f"{SIDECAR_NAME}: content already loaded, no reload")
                 self.view.request_flush()

@@ -75,3 +75,16 @@ async def test_a_directory_renamed_over_the_scenario_is_loaded_and_watched(
         await until(app, lambda: "Howdy!" in answer(app), "the new directory's content")
         retext(root / "session.jsonl", "Howdy!", "Hi again!")  # the new directory is watched
         await until(app, lambda: "Hi again!" in answer(app), "a change in the new directory")
+
+
+async def test_a_sidecar_that_failed_to_load_is_loaded_again_not_called_already_loaded(
+        tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "broken-sidecar", tmp_path)
+    app = make_app(root)
+    async with app.run_test(size=(80, 24)):
+        await app.ready.wait()
+        assert app.scenario is None
+        assert not await app.loader.reload_sidecar("edited in vi")  # saved as it was: still fails
+        lines = app.live_pane.lines
+        assert not any("content already loaded" in x for x in lines), lines
+        assert sum("failed [SIDECAR" in x for x in lines) == 2, lines

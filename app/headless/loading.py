@@ -14,6 +14,7 @@ from typing import Protocol
 import anyio
 
 from replay_engine import (
+    DEFAULT_RUN,
     SIDECAR_NAME,
     UNFINISHED_CALL,
     InputError,
@@ -221,6 +222,7 @@ class ScenarioLoader:
         # cyclic collector, whose full passes over them would stall the screen for hundreds
         # of ms while sessions stream (reference counting still frees them after a reload).
         gc.freeze()
+        self._drop_stray_breakpoints(scenario)
         self.view.show_scenario(scenario)
         calls = sum(len(s.entries) for s in scenario.scripts)
         if initial or old is None:
@@ -231,6 +233,20 @@ class ScenarioLoader:
         self.view.request_flush()
         if self.on_loaded is not None:
             self.on_loaded()
+
+    def _drop_stray_breakpoints(self, scenario: Scenario) -> None:
+        """Remove breakpoints on calls the scenario does not have (``--break 5:0``, or calls a
+        reload took away), saying so: no key could select them to clear them."""
+        engine, scripts = self.state.engine, scenario.scripts
+        for run in dict.fromkeys([DEFAULT_RUN, *engine.runs()]):
+            for script, call in sorted(engine.breakpoints_of(run)):
+                if script < len(scripts) and call < len(scripts[script].entries):
+                    continue
+                engine.toggle_breakpoint(script, call, run=run)
+                where = (f"script [{script}] has {len(scripts[script].entries)} call(s)"
+                         if script < len(scripts) else
+                         f"the scenario has {len(scripts)} script(s), numbered from 0")
+                self.view.log_line(f"breakpoint {script}:{call} removed: no such call ({where})")
 
     def reload_from_api(self) -> Scenario:
         """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.

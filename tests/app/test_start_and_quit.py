@@ -1,5 +1,6 @@
-"""What quitting records at the moment the user quits: the ``--verdict-file`` document says what
-the printed verdict says (a call paused then is paused, not a client that went away)."""
+"""What the debugger makes of its start options and of quitting: breakpoints on calls the
+scenario lacks are removed with a message; the ``--verdict-file`` document says what the printed
+verdict says (a call paused when quitting is paused, not a client that went away)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,16 @@ async def test_quitting_while_paused_says_paused_in_the_verdict_and_its_file() -
     assert not any("went away" in p for p in written["problems"]), written["problems"]
     after = run_verdict(app.engine, DEFAULT_RUN)  # taken after the shutdown, as it was before
     assert after["problems"] != written["problems"]
+
+
+async def test_breakpoints_on_calls_the_scenario_lacks_are_removed_with_a_message() -> None:
+    app = make_app(SAMPLES / "basic-chat", breaks=((5, 0), (0, 99), (0, 1)))
+    async with app.run_test(size=(80, 24)):
+        await app.ready.wait()
+        assert app.engine.breakpoints == frozenset({(0, 1)})
+        lines = app.live_pane.lines
+        assert any(x.startswith("breakpoint 5:0 removed: no such call (the scenario has 1 "
+                                "script(s)") for x in lines), lines
+        assert any(x.startswith("breakpoint 0:99 removed: no such call (script [0] has 2 "
+                                "call(s))") for x in lines), lines
+        assert "breakpoints 1" in app.header.text.plain

@@ -49,3 +49,24 @@ async def test_breakpoints_on_calls_the_scenario_lacks_are_removed_with_a_messag
         assert any(x.startswith("breakpoint 0:99 removed: no such call (script [0] has 2 "
                                 "call(s))") for x in lines), lines
         assert "breakpoints 1" in app.header.text.plain
+
+
+async def test_each_n_of_a_burst_releases_one_chunk() -> None:
+    app = make_app(SAMPLES / "basic-chat", mode="chunk")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s")
+        call = asyncio.create_task(stream_text(sdk, BASIC_PROMPT))
+
+        def held_after() -> int | None:
+            bindings = app.engine.state().bindings
+            paused = [b for b in bindings if b.status == "paused"]
+            return paused[0].chunks_served if paused else None
+
+        await until(app, lambda: held_after() == 0, "the first pause")
+        for _ in range(7):  # a burst read at once: no chunk goes out between the presses
+            app.main.action_step("chunk")
+        await until(app, lambda: held_after() == 7, "seven chunks, then a pause")
+        await pilot.press("e")
+        await call
+        await sdk.close()

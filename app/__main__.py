@@ -9,18 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import (
-    DEFAULT_RUN,
-    EXIT_FAILED,
-    EXIT_USAGE,
-    ReplayError,
-    VersionAction,
-    add_serve_arguments,
-    atomic_write,
-    parse_breakpoint,
-    run_verdict,
-    serve_options,
-)
+# The library is imported inside the functions: Ctrl+C while it loads (a second or more on a
+# busy machine) is then caught by ``main`` rather than printed as a traceback.
 
 if TYPE_CHECKING:
     from .app import AppOptions
@@ -41,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
+    from replay_engine import VersionAction, add_serve_arguments
+
     p = _Parser(prog="dsh-replay-tui",
                 description="Serve a recorded scenario to a live agent and debug the replay.",
                 epilog="On quit (q) the assert-consumed verdict is printed, one line per run that "
@@ -74,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _breakpoint(text: str) -> tuple[int, int]:
+    from replay_engine import parse_breakpoint
+
     try:
         return parse_breakpoint(text)
     except ValueError as exc:
@@ -94,6 +88,8 @@ def output_file_problem(flag: str, path: Path) -> str | None:
 def options_from_args(args: argparse.Namespace) -> AppOptions:
     """Validate the arguments into AppOptions: ``argparse.ArgumentTypeError`` for flags that
     cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
+    from replay_engine import serve_options
+
     from .app import AppOptions
 
     if args.record != (args.upstream is not None):
@@ -122,8 +118,31 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     )
 
 
+INTERRUPTED = 130
+"""The exit status of Ctrl+C before the debugger took the terminal (as a shell reports it)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the debugger on a scenario directory; print the assert-consumed verdict on quit."""
+    """Start the debugger on a scenario directory; print the assert-consumed verdict on quit.
+    Ctrl+C before the screen is up (the key of a running debugger) is one line, not a
+    traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("dsh-replay-tui: interrupted while starting; nothing was served", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from replay_engine import (
+        DEFAULT_RUN,
+        EXIT_FAILED,
+        EXIT_USAGE,
+        ReplayError,
+        atomic_write,
+        run_verdict,
+    )
+
     parser = build_parser()
     args = parser.parse_args(argv)
     args.scenario_path = Path(args.scenario)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .engine import (
         DEFAULT_JOURNAL_LIMIT,
         DEFAULT_RUN,
+        HANG_PREFIX,
         BindingState,
         BindMode,
         CallHandle,
@@ -155,6 +156,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_JOURNAL_LIMIT": "engine",
     "BindMode": "engine",
     "DEFAULT_RUN": "engine",
+    "HANG_PREFIX": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
     "CallRecord": "engine",
@@ -279,6 +281,7 @@ __all__ = [
     "CHILD_RE",
     "DEFAULT_JOURNAL_LIMIT",
     "DEFAULT_RUN",
+    "HANG_PREFIX",
     "EXIT_FAILED",
     "BindMode",
     "EXIT_NOT_CONSUMED",

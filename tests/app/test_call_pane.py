@@ -141,3 +141,18 @@ async def test_the_request_tab_counts_chunks_as_they_are_stepped_and_when_the_ca
         await pilot.pause()
         assert "finished, 10 chunk(s) served" in request.text, request.text
         await sdk.close()
+
+
+async def test_a_hang_shows_the_prefix_it_serves_before_it_waits() -> None:
+    from replay_engine import HANG_PREFIX
+
+    app = make_app(SAMPLES / "hang-ready-file")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.ready.wait()
+        app.scripts_view.select(0, 1)
+        app.call_pane.show_tab("chunks")
+        await pilot.pause()
+        pane = app.call_pane
+        assert pane.view is not None and pane.view.script.entries[1].entry.kind == "hang"
+        assert f"hang  replaced  {len(HANG_PREFIX)} chunk(s)" in pane._title().plain
+        assert pane.query_one(ChunkList).row_count == len(HANG_PREFIX)

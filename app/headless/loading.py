@@ -71,6 +71,10 @@ class ReloadGuard(Protocol):
         """Keep a reload for when the editor closes."""
 
 
+WRITING_S = 2.0
+"""A log changed this recently whose last call has not finished is still being written (a
+recording in progress): the watcher waits this long for the rest before calling it a failure."""
+
 PartialView = Callable[[LoadProgress | None], bool]
 """Shows the primary's calls read so far by the first load (None: take them away again);
 False when the screen cannot show them yet (``ScenarioLoader.show_progress`` offers them again)."""
@@ -106,6 +110,9 @@ class ScenarioLoader:
         """The scenario files as the last load found them (a watch that starts later reloads
         when they differ: a change before the watch was in place is not lost)."""
         self._recheck: asyncio.Task[bool] | None = None
+        self._writer_wait: asyncio.TimerHandle | None = None
+        """The load due once a call still being written had time to finish."""
+        self._writer_load: asyncio.Future[bool] | None = None
         self.on_loaded: Callable[[], None] | None = None
         """Called after every load that succeeded (the app writes a waiting URL file then)."""
 
@@ -114,12 +121,14 @@ class ScenarioLoader:
         """The scenario path the debugger was started on."""
         return self.state.options.scenario
 
-    async def load(self, *, initial: bool = False, why: str = "reload requested") -> bool:
+    async def load(self, *, initial: bool = False, why: str = "reload requested",
+                   settle: bool = False) -> bool:
         """(Re)load the scenario; a failure keeps serving the last good scripts.
 
-        While an override editor holds unsaved changes the reload waits until it closes."""
+        While an override editor holds unsaved changes the reload waits until it closes. With
+        ``settle`` (the watcher's loads), a last call still being written is waited for."""
         async with self._lock:
-            return await self._load_locked(initial, why)
+            return await self._load_locked(initial, why, settle)
 
     def prefetch(self) -> None:
         """Start reading the scenario now, in a thread, so that the first load overlaps the
@@ -161,7 +170,7 @@ class ScenarioLoader:
             self.partial(None)
         self._partial_shown = False
 
-    async def _load_locked(self, initial: bool, why: str) -> bool:
+    async def _load_locked(self, initial: bool, why: str, settle: bool = False) -> bool:
         if not initial and self.guard.has_unsaved_changes():
             self.guard.defer(why)
             return False
@@ -170,6 +179,9 @@ class ScenarioLoader:
             scenario = await (read if read is not None else asyncio.to_thread(self._read_scenario))
         except ReplayError as exc:
             self._close_partial(True)
+            if settle and exc.code == UNFINISHED_CODE and self._being_written():
+                self._wait_for_writer(exc)
+                return False
             self._load_failed(exc, initial)
             return False
         self._close_partial(False)
@@ -233,6 +245,29 @@ class ScenarioLoader:
         self.view.request_flush()
         if self.on_loaded is not None:
             self.on_loaded()
+
+    def _being_written(self) -> bool:
+        """Whether a scenario file changed within the last ``WRITING_S``."""
+        seen = self._seen or {}
+        newest = max((mtime for name, (_, _, mtime) in seen.items() if name), default=0)
+        return time.time_ns() - newest < WRITING_S * 1e9
+
+    def _wait_for_writer(self, error: ReplayError) -> None:
+        """Say once that a call is still being written, and load again when it had time to
+        finish (a later change loads sooner; a call still unfinished then is a failure)."""
+        if self._writer_wait is not None:
+            return
+        where = f" in {error.file}" if isinstance(error, InputError) and error.file else ""
+        self.view.log_line(f"a call is still being written{where}: loading it once it is "
+                           "finished")
+        self.view.request_flush()
+
+        def due() -> None:
+            self._writer_wait = None
+            self._writer_load = asyncio.ensure_future(
+                self.load(why="the call being written", settle=True))
+
+        self._writer_wait = asyncio.get_running_loop().call_later(WRITING_S, due)
 
     def _drop_stray_breakpoints(self, scenario: Scenario) -> None:
         """Remove breakpoints on calls the scenario does not have (``--break 5:0``, or calls a
@@ -307,7 +342,7 @@ class ScenarioLoader:
             if names == [SIDECAR_NAME]:
                 await self.reload_sidecar("files changed")
             else:
-                await self.load(why="files changed")
+                await self.load(why="files changed", settle=True)
 
         def ready() -> None:
             on_ready()

@@ -88,3 +88,36 @@ async def test_a_sidecar_that_failed_to_load_is_loaded_again_not_called_already_
         lines = app.live_pane.lines
         assert not any("content already loaded" in x for x in lines), lines
         assert sum("failed [SIDECAR" in x for x in lines) == 2, lines
+
+
+async def test_a_call_still_being_written_is_waited_for_not_a_failure(tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    log = root / "session.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(80, 24)):
+        await app.watching.wait()
+        log.write_text("".join(lines[:16]), encoding="utf-8")  # call #1 half written
+        await until(app, lambda: any("a call is still being written" in x
+                                     for x in app.live_pane.lines), "the wait")
+        assert not app.banner.showing
+        log.write_text("".join(lines), encoding="utf-8")  # the writer finished it
+        await until(app, lambda: any(x.startswith("reloaded:") for x in app.live_pane.lines),
+                    "the finished call")
+        assert not any("failed [UNFINISHED_CALL]" in x for x in app.live_pane.lines)
+        assert not app.banner.showing
+
+
+async def test_a_call_left_unfinished_is_a_failure_once_the_writer_stopped(
+        tmp_path: Path) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    log = root / "session.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(80, 24)):
+        await app.watching.wait()
+        log.write_text("".join(lines[:16]), encoding="utf-8")
+        await until(app, lambda: any("failed [UNFINISHED_CALL]" in x
+                                     for x in app.live_pane.lines), "the failure")
+        assert app.banner.showing
+        assert any("a call is still being written" in x for x in app.live_pane.lines)

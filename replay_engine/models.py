@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from array import array
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -95,9 +96,23 @@ def ready_file_problem(name: str) -> str | None:
     return None
 
 
+def ready_file_place_problem(name: str) -> str | None:
+    """Why ``name`` can never name a file inside the ready directory (an absolute path, a
+    ``..`` part), or None: the sidecar, ``validate`` and the editor refuse it as serving
+    would."""
+    pure = PurePath(name)
+    if pure.is_absolute():
+        return ("is an absolute path; a readyFile is created inside the ready directory "
+                "(--ready-dir): give a relative path such as hang.ready")
+    if ".." in pure.parts:
+        return ("contains '..'; a readyFile is created inside the ready directory "
+                "(--ready-dir): give a relative path without '..'")
+    return None
+
+
 def _check_ready_file(value: object) -> str:
     name = _check_text(value)
-    problem = ready_file_problem(name)
+    problem = ready_file_problem(name) or ready_file_place_problem(name)
     if problem is not None:
         raise ValueError(problem)
     return name

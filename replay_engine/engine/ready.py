@@ -14,7 +14,7 @@ import stat
 from pathlib import Path, PurePath
 
 from ..errors import READY_FILE, InputError
-from ..models import ready_file_place_problem, ready_file_problem
+from ..models import ready_file_problem
 from ..safe_text import printable
 from .placeholders import MARKER
 
@@ -35,10 +35,10 @@ def ready_path(ready_dir: Path, name: str) -> Path:
         raise _refuse(name, "a readyFile names where the replay creates a file, so "
                       "{{fromRequest:…}} is not resolved in it (the agent's request must not "
                       "choose paths); give a fixed name under the ready directory.")
-    place = ready_file_place_problem(name)
-    if place is not None:
-        raise _refuse(name, f"the readyFile {place} (here {ready_dir}).")
     pure = PurePath(name)
+    if ".." in pure.parts:
+        raise _refuse(name, "a readyFile may not contain '..'; give a path inside the ready "
+                      f"directory {ready_dir} (--ready-dir).")
     root = Path(os.path.realpath(ready_dir))
     path = Path(name) if pure.is_absolute() else root / pure
     parent = Path(os.path.realpath(path.parent))

@@ -244,6 +244,8 @@ class ScenarioLoader:
                           f"session script(s), {calls} call(s)")
         else:
             self.view.log_line(describe_changes(changes, state.names()))
+        for warning in scenario.warnings:  # read anyway, as validate and inspect warn
+            self.view.log_line(f"warning: {warning}")
         self.view.request_flush()
         if self.on_loaded is not None:
             self.on_loaded()

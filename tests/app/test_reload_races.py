@@ -1,6 +1,7 @@
 """Hot reload around the watch's own start and around a replaced directory: a change made while
 the watch was not in place yet is loaded once it is; a directory renamed over the scenario (as
-safe re-recording does) is loaded and watched in place of the old one."""
+safe re-recording does) is loaded and watched in place of the old one; a call still being
+written is waited for; a failed sidecar loads again; a torn persisted session warns in Live."""
 
 from __future__ import annotations
 
@@ -121,3 +122,17 @@ async def test_a_call_left_unfinished_is_a_failure_once_the_writer_stopped(
                                      for x in app.live_pane.lines), "the failure")
         assert app.banner.showing
         assert any("a call is still being written" in x for x in app.live_pane.lines)
+
+
+async def test_a_torn_persisted_session_loads_with_its_warning_in_live(tmp_path: Path) -> None:
+    from tests.unit.test_persisted_sessions import HEADER, _call, _frame, _store
+
+    whole = [_frame(HEADER), _frame(_call("kept", 1))]
+    _store(tmp_path / "store", [*whole, _frame(_call("lost", 2))[:-12]])
+    app = make_app(tmp_path / "store")
+    async with app.run_test(size=(80, 24)):
+        await app.ready.wait()
+        assert app.scenario is not None and app.scenario.warnings
+        warned = [x for x in app.live_pane.lines if x.startswith("warning: ")]
+        assert warned == [f"warning: {app.scenario.warnings[0]}"]
+        assert f"at byte {sum(map(len, whole))}" in warned[0] and "torn" in warned[0]

@@ -21,6 +21,7 @@ from textual.screen import Screen
 
 from replay_engine import (
     DEFAULT_RUN,
+    EXIT_FAILED,
     LoadProgress,
     ReplayEngine,
     ReplayError,
@@ -236,8 +237,11 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
             message = error.message if isinstance(error, ReplayError) else (
                 f"cannot listen on {self.options.host}:{self.options.port} "
                 f"({error.strerror or error}); pick another --port (0 picks a free one)")
-            self.banner.show_error("Cannot record", message, source="record")
+            self.state.record_refused = message
+            self.banner.show_error("Cannot record — nothing recorded or served; q quits",
+                                   message, source="record")
             self.live_pane.log_event(f"not recording: {message}")
+            self.main.flush()
             return False
         assert record.recording is not None
         self.state.url = record.recording.url
@@ -310,6 +314,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
 
     def verdict(self) -> QuitVerdict:
         """What quitting now prints, and the exit status (see ``quit_verdict``)."""
+        if self.state.record_refused is not None:
+            return QuitVerdict(EXIT_FAILED, [f"NOT recorded: {self.state.record_refused}"])
         return quit_verdict(self.engine, load_error=self.load_error,
                             loaded=self.scenario is not None, serve_error=self.state.serve_error)
 

@@ -84,6 +84,9 @@ def nothing_selected(state: DebugState) -> str:
     if state.recording is not None and state.recording.active:
         return ("Recording: Live shows each call as it is recorded; s stops, loads them here "
                 "and replays them.")
+    if state.record_refused is not None:
+        return ("Nothing recorded: the banner above says why (Enter on it shows all of it); "
+                "quit with q and start again as it says.")
     if state.load_error is not None:
         return "No scenario loaded: the banner above says why (Enter on it shows all of it)."
     return "Loading…"

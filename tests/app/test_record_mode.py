@@ -101,7 +101,15 @@ async def test_record_refuses_a_directory_holding_a_scenario(tmp_path: Path) -> 
             assert app.server is None and app.scenario is None
             assert any("not recording" in line and "--force" in line
                        for line in app.live_pane.lines)
+            await pilot.pause()
+            assert app.header.text.plain.strip()  # the header says what state this is
+            assert app.call_pane.view is None
+            assert "Nothing recorded: the banner above says why" in app.call_pane._about.plain  # type: ignore[union-attr]
             await pilot.press("q")
+        assert app.return_code == 1
+        verdict = str(app.return_value)
+        assert verdict.startswith("NOT recorded: ") and "--force" in verdict
+        assert "never loaded" not in verdict
 
 
 def test_record_flags_go_together() -> None:

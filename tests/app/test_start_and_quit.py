@@ -70,3 +70,20 @@ async def test_each_n_of_a_burst_releases_one_chunk() -> None:
         await pilot.press("e")
         await call
         await sdk.close()
+
+
+async def test_a_call_refused_503_while_nothing_is_loaded_is_logged_in_live() -> None:
+    app = make_app(SAMPLES / "broken-sidecar")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s")
+        with pytest.raises(openai.APIStatusError) as refused:
+            await stream_text(sdk, BASIC_PROMPT)
+        assert refused.value.status_code == 503
+        await until(app, lambda: any("SCENARIO_NOT_LOADED" in x for x in app.live_pane.lines),
+                    "the refusal in Live")
+        line = next(x for x in app.live_pane.lines if "SCENARIO_NOT_LOADED" in x)
+        assert "answered 503: the scenario is not loaded [SIDECAR_INVALID]" in line
+        await sdk.close()
+        await pilot.press("q")
+    assert app.return_code == 1 and "never loaded" in str(app.return_value)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from .engine import (
         DEFAULT_RUN as DEFAULT_RUN,
+        HANG_PREFIX as HANG_PREFIX,
         BindingState as BindingState,
         CallRecord as CallRecord,
         Pace as Pace,
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
         EXIT_NOT_CONSUMED as EXIT_NOT_CONSUMED,
         EXIT_NOT_SERVING as EXIT_NOT_SERVING,
         EXIT_OK as EXIT_OK,
+        EXIT_USAGE as EXIT_USAGE,
         divergence_note as divergence_note,
         run_verdict as run_verdict,
         summarize_entry as summarize_entry,
@@ -202,8 +204,9 @@ def _public() -> dict[str, str]:
     return _where
 
 
-def __getattr__(name: str) -> Any:
-    """``__all__``, or a public name, its module imported on first use (PEP 562)."""
+def _first_use(name: str) -> Any:
+    """``__all__``, or a public name, its module imported on first use (the module's
+    ``__getattr__``, PEP 562)."""
     if name == "__all__":
         names = list(_public())
         globals()["__all__"] = names
@@ -220,3 +223,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_public()))
+
+
+if not TYPE_CHECKING:  # hidden from type checkers: a name not imported above is an error there
+    __getattr__ = _first_use

@@ -41,7 +41,6 @@ def _nothing() -> None:
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
 """Overrides the debugger command (split like a shell would; the scenario, ``--port 0
 --url-file F --verdict-file V`` and the test's flags are appended)."""
-DEBUGGER_START_SECONDS = 60.0
 
 
 class LoopThread:
@@ -293,9 +292,11 @@ class Debugger:
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
 
-    def wait_for_url(self, timeout: float = DEBUGGER_START_SECONDS) -> str:
-        """The debugger's base URL, once its URL file appears (it writes it atomically)."""
-        deadline = time.monotonic() + timeout
+    def wait_for_url(self, timeout: float | None = None) -> str:
+        """The debugger's base URL, once its URL file appears (it writes it atomically, once
+        the scenario loaded: while the user fixes one that does not, this waits; None: as
+        long as the debugger runs)."""
+        deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
         while True:
             if self.url_file.is_file():
                 text = self.url_file.read_text(encoding="utf-8").strip()

@@ -60,20 +60,6 @@ class CallFeed:
         """Keep one closed call (the subclass's part)."""
         raise NotImplementedError
 
-    @property
-    def state(self) -> tuple[str | None, int, int, int]:
-        """(open call's key, its first and last line, calls so far), for a reader that keeps
-        them in locals while it counts the common chunk lines itself (a feed that does not
-        keep chunks only)."""
-        return self._key, self._first_line, self._last_line, self.count
-
-    @state.setter
-    def state(self, value: tuple[str | None, int, int, int]) -> None:
-        if value[0] is None or value[3] != self.count:  # calls closed meanwhile
-            self._chunks = []
-            self._times = array("q")
-        self._key, self._first_line, self._last_line, self.count = value
-
     def _store(self, key: str, chunks: list[Any], times: Any) -> None:
         self._keep(key, chunks, times)
         self.count += 1
@@ -118,6 +104,19 @@ class CallFeed:
         self._times.append(time if type(time) is int and -_INT64 < time < _INT64
                            else self._time(time))
         if kind == "finish":
+            self._store(key, self._chunks, self._times)
+
+    def shaped(self, key: str, finish: bool, line: int) -> None:
+        """A chunk line whose decoding already checked its chunk (a ``logscan.ChunkShape``,
+        read for a feed that keeps no chunk): ``chunk`` without the look or the keeping;
+        ``finish``: it is the call's finish chunk."""
+        if self._key != key:
+            if self._key is not None:
+                self._close()
+            self._key = key
+            self._first_line = line
+        self._last_line = line
+        if finish:
             self._store(key, self._chunks, self._times)
 
     def _time(self, value: Any) -> int:

@@ -98,7 +98,9 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.repair import CallRef, RepairSession, parse_call_ref
     from .record.summary import recording_summary
+    from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -247,6 +249,13 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "CallRef": "record.repair",
+    "RepairSession": "record.repair",
+    "parse_call_ref": "record.repair",
+    "CallDiff": "review",
+    "ScenarioDiff": "review",
+    "ScriptDiff": "review",
+    "diff_scenarios": "review",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
@@ -275,6 +284,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CallDiff",
+    "CallRef",
+    "RepairSession",
+    "ScenarioDiff",
+    "ScriptDiff",
+    "diff_scenarios",
+    "parse_call_ref",
     "UNFINISHED_CALL",
     "CHILD_RE",
     "DEFAULT_JOURNAL_LIMIT",

@@ -22,16 +22,15 @@ from replay_engine import CallRecord, SessionScript
 
 from ..headless.callview import (
     ContextItem,
-    assemble,
     diff_context,
     entry_chunks,
     live_new_messages,
-    pretty_arguments,
     recorded_context,
 )
 from ..headless.scriptinfo import show_tokens
 from .chunk_list import ChunkList, TextLines
 from .line_list import LineList
+from .output_view import output_view
 from .rendered_lines import RenderedLines
 
 TABS = ("output", "chunks", "request", "raw")
@@ -197,26 +196,7 @@ class CallPane(Widget):
         if view is None:
             return self._about if self._about is not None else Text(NOTHING)
         item = view.script.entries[view.call_index]
-        out = assemble(item)
-        ids = view.live_ids or {}
-        parts: list[RenderableType] = [self._title()]
-        for block in out.blocks:
-            if block.kind == "tool-call":
-                head = f"── tool call {block.name or '?'}" + (f" ({block.call_id})" if block.call_id else "")
-                parts += [Text(head, style="bold cyan"),
-                          Text(show_tokens(pretty_arguments(block.text), ids))]
-            else:
-                style = "bold magenta" if block.kind == "reasoning" else "bold green"
-                parts += [Text(f"── {block.kind}", style=style),
-                          Text(show_tokens(block.text, ids),
-                               style="italic" if block.kind == "reasoning" else "")]
-        if out.usage is not None:
-            usage = " · ".join(f"{k} {v}" for k, v in out.usage.items())
-            parts.append(Text(f"── usage: {usage}", style="yellow"))
-        parts.append(Text(f"── finish: {out.finish or '-'}", style="bold"))
-        if out.error:
-            parts.append(Text(f"── {show_tokens(out.error, ids)}", style="bold red"))
-        return Group(*parts)
+        return output_view(self._title(), item, view.live_ids or {})
 
     def _request(self) -> RenderableType:
         view = self.view

@@ -15,7 +15,7 @@ import msgspec
 
 from ..context import ContextItem
 from ..divergence import divergence, same_content
-from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
+from ..errors import BindingError, GoneLiveError, ScriptExhaustedError, UnrecordedSessionError
 from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
@@ -24,7 +24,7 @@ from . import events as ev
 from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
 from .recorded import Context, RecordedContexts
-from .state import Binding, Call, CallRecord, Run, session_label
+from .state import Binding, Call, CallRecord, GoLive, Run, session_label
 from .tokens import TOKEN_MARKER, resolve_session_tokens
 
 _MARKER_BYTES = MARKER.encode()
@@ -107,6 +107,9 @@ def bind_call(
         finally:  # as above: no cycle keeping the messages until the collector runs
             del err2
     call_index = binding.cursor
+    if run.go_live is not None and dialect in run.overflow:
+        _maybe_go_live(run.go_live, binding, call_index, length, live, contexts, session_id,
+                       run.name)
     binding.cursor += 1
     if len(scripts) > 1:
         note_announcements(run, len(scripts), messages)
@@ -130,6 +133,24 @@ def bind_call(
                        scripted.entry.kind, retry or record.retry_detected, dialect)
     )
     return call
+
+
+def _maybe_go_live(go_live: GoLive, binding: Binding, call_index: int, length: int,
+                   live: Context | None, contexts: RecordedContexts | None,
+                   session_id: str | None, run: str) -> None:
+    """Raise GoneLiveError when ``go_live`` sends this call upstream: the session's cursor then
+    stands past its script, so every later call of it overflows upstream too."""
+    recorded = contexts.at(binding.script_index, call_index) if contexts is not None else None
+    found = divergence(live, recorded) if live is not None and recorded is not None else None
+    if not go_live(binding.script_index, call_index, found):
+        return
+    binding.cursor = length
+    binding.live_from = call_index
+    err = GoneLiveError(f"the session goes live from call #{call_index} "
+                        f"[{session_label(session_id)}, script {binding.script_index}, run {run}]")
+    err.script_index = binding.script_index
+    err.call_index = call_index
+    raise err
 
 
 def _compare(binding: Binding, record: CallRecord, live: Context, contexts: RecordedContexts,

@@ -98,6 +98,12 @@ def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[st
     return None
 
 
+REPAIR_HINT = ("repair it from there: rerun with --dsh-replay-record=from_divergence "
+               "--dsh-replay-upstream URL (the recorded calls before it replay, the rest is "
+               "recorded), or dsh-replay record {scenario} --upstream URL --from-divergence")
+"""The line a diverged replay's failure adds: how to record from the divergence."""
+
+
 def display_path(path: Path, base: Path) -> str:
     """``path`` relative to ``base`` when it lies below it, else absolute."""
     try:
@@ -139,6 +145,7 @@ def failure_report(
         return []
     if divergence is not None:
         lines.append(divergence)
+        lines.append(REPAIR_HINT.format(scenario=shlex.quote(scenario)))
     verb = "failed:" if len(lines) > (divergence is not None) else "left the recording:"
     head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + f" {verb}"
     return [head, *(f"  {line}" for line in lines)]

@@ -115,20 +115,23 @@ def test_a_string_seq_is_warned_about_whichever_key_comes_first() -> None:
     assert len(warned(log(row))) == 1 and "seq is a string" in warned(log(row))[0]
 
 
+def seeded(data: bytes) -> list[Any]:
+    """What a child log's loading and checking give (or the error), from its seedLength on."""
+    outcome: list[Any] = []
+    for run in (lambda: [(e.call_key, e.entry.chunks)
+                         for e in derive_log_bytes(data, FILE, seed_length=True).entries],
+                lambda: check_log_bytes(data, FILE, seed_length=True).calls):
+        try:
+            outcome.append(run())
+        except ReplayError as exc:
+            outcome.append((exc.code, exc.message))
+    return outcome
+
+
 @pytest.mark.parametrize("seed", [0, 2, 3, 4, -2])
 def test_a_childs_seed_cuts_a_row_read_by_its_first_bytes_as_a_reordered_one(seed: int) -> None:
     head = json.dumps({"type": "session", "id": "s", "createdAt": 0, "seedLength": seed})
     rows = [ROWS["plain"], reordered(ROWS["plain"])]
-    got = []
-    for row in rows:
-        data = head.encode() + b"\n" + START + row.encode() + b"\n" + FINISH
-        outcome: list[Any] = []
-        for run in (lambda: [(e.call_key, e.entry.chunks)
-                             for e in derive_log_bytes(data, FILE, seed_length=True).entries],
-                    lambda: check_log_bytes(data, FILE, seed_length=True).calls):
-            try:
-                outcome.append(run())
-            except ReplayError as exc:
-                outcome.append((exc.code, exc.message))
-        got.append(outcome)
+    got = [seeded(head.encode() + b"\n" + START + row.encode() + b"\n" + FINISH)
+           for row in rows]
     assert got[0] == got[1]

@@ -42,6 +42,7 @@ from .logscan import (
     ChunkShape,
     LineEvent,
     PackedFields,
+    ShapeData,
     ShapeEvent,
     Sink,
     checked_decoder,
@@ -132,8 +133,9 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
     settled, decode = st.settled, st.decode
     legacy = settled is None
     said = feed.said if feed.wants_said else None
-    unset = msgspec.UNSET
+    unset, shaped, shape_data = msgspec.UNSET, feed.shaped, ShapeData
     event: Any
+    chunk: Any
     number = 0
     try:  # free until raised: a value nested past what call keys can read
         for raw in lines:
@@ -151,8 +153,15 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
                     continue
             kind = event.type
             if settled is None:
-                if kind == CHUNK:  # most of a v0/v1 log
-                    st.chunk(event, raw, number)
+                if kind == CHUNK:  # most of a v0/v1 log; most often the last line's call
+                    data = event.data
+                    if (type(data) is shape_data and type(chunk := data.chunk) is ChunkShape
+                            and data.turn == st.last_turn and data.step == st.last_step
+                            and type(data.turn) is int and type(data.step) is int and st.direct):
+                        shaped(st.last_key, chunk.type == "finish", number)
+                        st.index += 1
+                    else:
+                        st.chunk(event, raw, number)
                     continue
                 if type(kind) is str and kind in _ROWS:
                     st.row(raw, kind, number)
@@ -169,10 +178,6 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
     except RecursionError:
         raise too_deep_line_error(file, number) from None
     return st.finish(number)
-
-
-_NOTHING = object()
-"""No chunk line read yet (a ``turn`` / ``step`` object no line holds)."""
 
 
 def _chunk_value(chunk: Any, raw: bytes) -> Any:
@@ -216,9 +221,8 @@ class _Reading:
         self.direct = True  # no seed to honour (or it is passed): feed, not the sink
         self.texts_seen: dict[str, str] = {}
         self.keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
-        self.last_turn: Any = _NOTHING  # the turn and step objects of the last chunk line
-        self.last_step: Any = _NOTHING
-        self.last_key = ""
+        self.last_turn = self.last_step = -1  # integer turn and step of the last chunk line
+        self.last_key = "-1/-1"  # the call key of that turn and step
 
     def header(self, raw: bytes, number: int) -> None:
         """The header line (a blank line before it is skipped) and, for a v0/v1 child, the
@@ -269,11 +273,13 @@ class _Reading:
             chunk = None
         else:
             turn, step, chunk = data.turn, data.step, data.chunk
-        if turn is self.last_turn and step is self.last_step:  # the same small ints
+        if type(turn) is not int or type(step) is not int:
+            key = call_key(turn, step)
+        elif turn == self.last_turn and step == self.last_step:  # the last line's call
             key = self.last_key
         else:
             self.last_turn, self.last_step = turn, step
-            key = self.last_key = self.key(turn, step)
+            key = self.last_key = f"{turn}/{step}"
         shaped = type(chunk) is ChunkShape  # its decoding checked it: no look needed
         if len(raw) > KEPT_GATE and chunk is not None and not shaped and kept_may_fail(raw):
             check_kept(chunk, self.file, number, "$.data.chunk")

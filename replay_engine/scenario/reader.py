@@ -8,9 +8,8 @@ feeds one ``feeds.CallFeed``: the loader's ``Deriver`` (chunks kept, strict or l
 authoring read every line the same way and raise the same errors.
 
 Lines are decoded into small Structs (payloads derivation ignores are skipped); a v0/v1
-packed row is told by its first bytes and decoded once, its members made a whole row at a
-time; anything unusual goes through ``logscan.slow_line`` (v0/v1) or the exact rules of
-``generations`` (v2+).
+packed row's members are made a whole row at a time; anything unusual goes through
+``logscan.slow_line`` (v0/v1) or the exact rules of ``generations`` (v2+).
 """
 
 from __future__ import annotations
@@ -120,8 +119,6 @@ def _packed_run(
 
 
 CHUNK = "assistant/chunk"
-_ROW_HEADS = tuple(b'{"type":"%s"' % kind.encode() for kind in PACKED_CHUNK_TYPES)
-"""How a packed row written by a recorder starts: such a line skips the event decoder."""
 
 
 def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child: bool,
@@ -131,9 +128,8 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
     would refuse (``validate``, v0/v1 logs)."""
     st = _Reading(file, feed, child, generation, warnings)
     settled, decode = st.settled, st.decode
-    legacy = settled is None
     said = feed.said if feed.wants_said else None
-    unset, shaped, shape_data = msgspec.UNSET, feed.shaped, ShapeData
+    unset, shape_data = msgspec.UNSET, ShapeData
     event: Any
     chunk: Any
     number = 0
@@ -143,9 +139,6 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
             if st.fields is None:
                 st.header(raw, number)
                 continue
-            if legacy and raw.startswith(_ROW_HEADS):
-                st.row(raw, raw[9:raw.index(b'"', 9)].decode(), number, st.warnings)
-                continue
             try:
                 event = decode(raw)
             except (msgspec.DecodeError, RecursionError):
@@ -153,12 +146,13 @@ def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child:
                     continue
             kind = event.type
             if settled is None:
-                if kind == CHUNK:  # most of a v0/v1 log; most often the last line's call
+                if kind == CHUNK:  # most of a v0/v1 log; most often the open call goes on
                     data = event.data
                     if (type(data) is shape_data and type(chunk := data.chunk) is ChunkShape
                             and data.turn == st.last_turn and data.step == st.last_step
-                            and type(data.turn) is int and type(data.step) is int and st.direct):
-                        shaped(st.last_key, chunk.type == "finish", number)
+                            and type(data.turn) is int and type(data.step) is int and st.direct
+                            and feed.open_key is st.last_key and chunk.type != "finish"):
+                        feed.last_line = number  # all ``CallFeed.shaped`` would do
                         st.index += 1
                     else:
                         st.chunk(event, raw, number)
@@ -301,11 +295,9 @@ class _Reading:
             return made
         return call_key(turn, step)
 
-    def row(self, raw: bytes, kind: str, number: int,
-            warnings: list[str] | None = None) -> None:
+    def row(self, raw: bytes, kind: str, number: int) -> None:
         """A v0/v1 packed row (its members a whole row at a time) or compaction; a row the
-        typed decoder refuses goes the exact way (with ``warnings`` when it skipped the
-        event decoder, which would have warned)."""
+        typed decoder refuses goes the exact way."""
         found = packed_fields(raw, kind) if kind in PACKED_CHUNK_TYPES else None
         run: tuple[list[Any], Any] | None = None
         if found is not None:
@@ -315,7 +307,7 @@ class _Reading:
                 members = len(found[1])
                 run = [None] * members, array("q", bytes(8 * members))
         if run is None:
-            self.index = slow_line(raw, number, self.index, self.sink, self.file, warnings)
+            self.index = slow_line(raw, number, self.index, self.sink, self.file)
         else:
             assert found is not None
             row_data = found[0].data

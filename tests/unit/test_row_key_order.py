@@ -1,7 +1,7 @@
-"""A v0/v1 packed row told by its first bytes (``reader.read_log`` skips the event decoder
-for it) reads exactly as the same row with its keys in another order (which the event
-decoder reads first), and as the reference ``derive_replay_script(parse_session_log)``:
-the same calls, chunks and times, the same error word for word, the same warnings."""
+"""A v0/v1 packed row reads the same whatever the order of its keys (with ``type`` first, as
+recorders write it, or last, or twice): loading, checking and the reference
+``derive_replay_script(parse_session_log)`` give the same calls, chunks and times, the same
+error word for word, the same warnings; a child's seed cuts it the same way."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ ROWS = {
 
 
 @pytest.mark.parametrize("row", ROWS.values(), ids=list(ROWS))
-def test_a_row_read_by_its_first_bytes_reads_as_the_same_row_reordered(row: str) -> None:
+def test_a_row_reads_as_the_same_row_reordered(row: str) -> None:
     first, other = log(row), log(reordered(row))
     assert first.split(b"\n")[2].startswith(b'{"type":"')
     assert result(first) == result(other)
@@ -129,7 +129,7 @@ def seeded(data: bytes) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3, 4, -2])
-def test_a_childs_seed_cuts_a_row_read_by_its_first_bytes_as_a_reordered_one(seed: int) -> None:
+def test_a_childs_seed_cuts_a_row_as_the_same_row_reordered(seed: int) -> None:
     head = json.dumps({"type": "session", "id": "s", "createdAt": 0, "seedLength": seed})
     rows = [ROWS["plain"], reordered(ROWS["plain"])]
     got = [seeded(head.encode() + b"\n" + START + row.encode() + b"\n" + FINISH)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
-import zlib
 
 import anyio
+import anyio.lowlevel
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
@@ -22,6 +22,14 @@ from ..server.preamble import NO_RETRY
 from ..statuscodes import code_for_status
 from ..wire.jsonbytes import JSONResponse
 from .calls import Call, now_ms
+from .decoding import (
+    MAX_ANSWER_BYTES,
+    MAX_ERROR_BODY,
+    MAX_EVENT_BYTES,
+    BodyPrefix,
+    Decoder,
+    too_large,
+)
 from .dialect import (
     INVALID_RESPONSE,
     RecordDialect,
@@ -31,7 +39,7 @@ from .dialect import (
     StreamRebuilder,
     upstream_json,
 )
-from .redact import Redactor
+from .redact import Redactor, shown_url
 
 NETWORK = "NETWORK"
 """Failure code of a call whose upstream connection broke mid-answer (no status to map)."""
@@ -41,12 +49,6 @@ recorded with the code of this status (or INVALID_RESPONSE), so the replay answe
 ABORTED_BY_CLIENT = "ABORTED"
 """Failure code of a call the client left before its answer ended."""
 CLIENT_LEFT = "the client closed the connection before the answer ended"
-MAX_ERROR_BODY = 1024 * 1024
-"""Bytes of an error answer read for its message (all of it is relayed)."""
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""A non-streamed answer larger than this is relayed whole but recorded as a failure."""
-MAX_EVENT_BYTES = 16 * 1024 * 1024
-"""A streamed event still unterminated at this size ends the rebuild (relayed whole)."""
 RELAYABLE_STATUSES = range(200, 600)
 """Statuses an answer can be relayed with (a 1xx is no final answer; HTTP has none above 599)."""
 
@@ -93,27 +95,6 @@ def relayed_head(response: httpx.Response, *, skip: frozenset[str] = NOT_RELAYED
     return headers
 
 
-class _Decoder:
-    """Undoes the answer's content encoding for the rebuilder (the client gets the bytes as
-    sent); a corrupt or unknown encoding is a StreamFailure, never a crash."""
-
-    def __init__(self, encoding: str) -> None:
-        self.encoding = encoding.strip().lower() or "identity"
-        self._z = zlib.decompressobj(wbits=47) if self.encoding in ("gzip", "deflate") else None
-
-    def __call__(self, raw: bytes) -> bytes:
-        if self._z is not None:
-            try:
-                return self._z.decompress(raw)
-            except zlib.error as exc:
-                raise StreamFailure(f"the upstream's {self.encoding} body is corrupt ({exc})",
-                                    code=INVALID_RESPONSE) from None
-        if self.encoding != "identity":
-            raise StreamFailure(f"the upstream's answer is {self.encoding}-encoded, which the "
-                                "recorder cannot read", code=INVALID_RESPONSE)
-        return raw
-
-
 def _unreadable(exc: Exception) -> StreamFailure:
     """The failure recorded when a dialect cannot make sense of an answer at all."""
     return StreamFailure(f"the recorder could not read the upstream's answer ({describe(exc)})",
@@ -139,7 +120,8 @@ async def _no_receive() -> Message:
 class Forward:
     """The ASGI answer of one model call: sends it upstream, relays the upstream's bytes as
     they arrive while the dialect rebuilds the call, and records it. A client that leaves
-    (even while the upstream is silent) ends the call and closes the upstream connection."""
+    (even while the upstream is silent) ends the call and closes the upstream connection,
+    unless the dialect's end marker was already relayed: the call is then complete."""
 
     def __init__(self, client: httpx.AsyncClient, upstream: str, redact: Redactor,
                  outgoing: httpx.Request, call: Call | None, dialect: RecordDialect) -> None:
@@ -152,6 +134,11 @@ class Forward:
         self.response: httpx.Response | None = None
         self.finishing = False
         """The whole answer was relayed (the client leaving now cuts nothing)."""
+        self.complete = False
+        """The dialect's end marker was relayed: the call is written whole, whatever follows
+        (a client that reads ``[DONE]`` and leaves before the body's end ends nothing)."""
+        self.relayed = 0
+        """Bytes of the answer's body relayed so far (at most ``MAX_ANSWER_BYTES``)."""
         self.client_left = False
         self.drop = False
 
@@ -161,7 +148,7 @@ class Forward:
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    self.client_left = not self.finishing
+                    self.client_left = not (self.finishing or self.complete)
                     group.cancel_scope.cancel()
 
                 async def relay() -> None:
@@ -180,7 +167,7 @@ class Forward:
             _dropping.set(True)  # return without ending the body: the client's connection drops
 
     def _fail(self, message: str, code: str) -> None:
-        if self.call is not None:
+        if self.call is not None and not self.complete:
             self.call.fail(message, code)
 
     async def _refuse(self, send: Send, message: str, code: str) -> None:
@@ -194,8 +181,8 @@ class Forward:
         try:
             response = self.response = await self.client.send(self.outgoing, stream=True)
         except httpx.HTTPError as exc:
-            await self._refuse(send, self.redact(f"the upstream {self.upstream} did not answer "
-                                                 f"({describe(exc)})"),
+            await self._refuse(send, self.redact(f"the upstream {shown_url(self.upstream)} did "
+                                                 f"not answer ({describe(exc)})"),
                                code_for_status(UNREACHABLE_STATUS))
             return
         try:
@@ -221,32 +208,43 @@ class Forward:
                 await self._stream(send)
             else:
                 await self._completion(send)
+        except StreamFailure as exc:  # past a limit: the relay ends, the client's connection drops
+            self._fail(exc.message, exc.code)
+            self.drop = True
         except httpx.HTTPError as exc:
             self._fail(f"the upstream connection broke mid-answer ({describe(exc)})", NETWORK)
             self.drop = True
         except OSError:
             self._fail(CLIENT_LEFT, ABORTED_BY_CLIENT)
 
-    async def _relay_all(self, send: Send, limit: int) -> bytes:
-        """Relay the whole body; returns its first ``limit`` bytes (what is read for the log)."""
-        assert self.response is not None
-        body = bytearray()
-        async for raw in self.response.aiter_raw():
-            if len(body) < limit:
-                body += raw[:limit - len(body)]
-            await send({"type": "http.response.body", "body": raw, "more_body": True})
+    async def _relay(self, send: Send, raw: bytes) -> None:
+        """Relay one piece of the body; StreamFailure once the body passes the answer limit."""
+        self.relayed += len(raw)
+        if self.relayed > MAX_ANSWER_BYTES:
+            raise too_large("answer", MAX_ANSWER_BYTES)
+        await send({"type": "http.response.body", "body": raw, "more_body": True})
+
+    async def _end(self, send: Send) -> None:
         self.finishing = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return bytes(body)
+
+    async def _relay_all(self, send: Send, limit: int) -> BodyPrefix:
+        """Relay the whole body; returns its first ``limit`` bytes (what is read for the log),
+        decoded as they arrive (a compressed body is inflated no further than ``limit``)."""
+        assert self.response is not None
+        body = BodyPrefix(self.response.headers.get("content-encoding", ""), limit)
+        async for raw in self.response.aiter_raw():
+            await self._relay(send, raw)
+            await body.take(raw)
+        await self._end(send)
+        return body
 
     async def _error(self, send: Send) -> None:
         assert self.response is not None
-        body = await self._relay_all(send, MAX_ERROR_BODY)
+        prefix = await self._relay_all(send, MAX_ERROR_BODY)
         status = self.response.status_code
-        try:
-            body = _Decoder(self.response.headers.get("content-encoding", ""))(body)
-        except StreamFailure:
-            pass  # the message is read from the bytes as they came
+        # a body that cannot be decoded: the message is read from the bytes as they came
+        body = bytes(prefix.raw if prefix.failure is not None else prefix.decoded)
         try:
             text = self.redact(body.decode("utf-8", errors="replace"))  # before any cut
             message = self.dialect.error_message(status, text.encode("utf-8", "surrogatepass"))
@@ -258,26 +256,38 @@ class Forward:
         assert self.response is not None
         parser = SseParser()
         rebuilder = self.dialect.rebuilder()
-        decode = _Decoder(self.response.headers.get("content-encoding", ""))
+        decoder = Decoder(self.response.headers.get("content-encoding", ""))
         failure: StreamFailure | None = None
         call = self.call
+        decoded = 0
         async for raw in self.response.aiter_raw():
-            await send({"type": "http.response.body", "body": raw, "more_body": True})
-            if call is None or failure is not None or rebuilder.ended:
-                continue
-            try:
-                self._fold(call, rebuilder, parser.feed(decode(raw)))
-                if parser.pending > MAX_EVENT_BYTES:
-                    raise StreamFailure(f"the upstream sent an event longer than "
-                                        f"{MAX_EVENT_BYTES // (1024 * 1024)} MiB",
-                                        code=INVALID_RESPONSE)
-            except StreamFailure as exc:
-                failure = exc
-            except Exception as exc:  # noqa: BLE001 - untrusted answers never crash the relay
-                failure = _unreadable(exc)
-        self.finishing = True
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-        if call is None:
+            reading = call is not None and failure is None and not rebuilder.ended
+            pieces = iter(decoder.pieces(raw) if reading else ())
+            while call is not None:
+                try:
+                    piece = next(pieces, None)
+                    if piece is None:
+                        break
+                    decoded += len(piece)
+                    if decoded <= MAX_ANSWER_BYTES:
+                        self._fold(call, rebuilder, parser.feed(piece))
+                        if parser.pending > MAX_EVENT_BYTES:
+                            raise too_large("event", MAX_EVENT_BYTES)
+                except StreamFailure as exc:
+                    failure = exc
+                except Exception as exc:  # noqa: BLE001 - untrusted answers never crash the relay
+                    failure = _unreadable(exc)
+                if decoded > MAX_ANSWER_BYTES:
+                    raise too_large("answer", MAX_ANSWER_BYTES)  # the relay ends here
+                if failure is not None or rebuilder.ended:
+                    break
+                await anyio.lowlevel.checkpoint()
+            await self._relay(send, raw)
+            if reading and rebuilder.ended and failure is None and call is not None:
+                self.complete = True  # the end marker reached the client: the call is whole
+                call.finish()
+        await self._end(send)
+        if call is None or self.complete:
             return
         if failure is None and not rebuilder.ended:
             try:
@@ -306,18 +316,17 @@ class Forward:
 
     async def _completion(self, send: Send) -> None:
         assert self.response is not None
-        body = await self._relay_all(send, MAX_ANSWER_BYTES + 1)
+        prefix = await self._relay_all(send, MAX_ANSWER_BYTES)
         call = self.call
         if call is None:
             return
         try:
-            if len(body) > MAX_ANSWER_BYTES:
-                raise StreamFailure(f"the upstream's answer is larger than "
-                                    f"{MAX_ANSWER_BYTES // (1024 * 1024)} MiB",
-                                    code=INVALID_RESPONSE)
-            decoded = _Decoder(self.response.headers.get("content-encoding", ""))(body)
+            if prefix.failure is not None:
+                raise prefix.failure
+            if prefix.over:
+                raise too_large("answer", MAX_ANSWER_BYTES)
             chunks = self.dialect.completion_chunks(upstream_json(
-                self.redact(decoded.decode("utf-8", errors="replace"))))
+                self.redact(bytes(prefix.decoded).decode("utf-8", errors="replace"))))
         except StreamFailure as exc:
             call.fail(exc.message, exc.code)
             return

@@ -29,18 +29,11 @@ from ..server.preamble import NO_RETRY, request_session
 from ..server.request_body import parse_json_body, read_body
 from ..server.runner import EmbeddedUvicorn
 from ..wire.jsonbytes import JSONResponse
-from .dialect import RecordDialect, StreamFailure
+from .dialect import RecordDialect
 from .dialects import DIALECTS
-from .forward import (
-    DELIBERATE_DROP,
-    NETWORK,
-    NOT_RELAYED,
-    UNREACHABLE_STATUS,
-    Forward,
-    describe,
-    relayed_head,
-    upstream_error,
-)
+from .forward import DELIBERATE_DROP, NETWORK, Forward, upstream_error
+from .passthrough import Passthrough
+from .redact import shown_url
 from .writer import ScenarioRecorder
 
 _HOP_BY_HOP = frozenset({
@@ -53,7 +46,7 @@ def check_upstream(upstream: str) -> str:
     """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host."""
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {upstream!r}: give the provider's base URL, e.g. "
+        raise ConfigError(f"--upstream {shown_url(upstream)!r}: give the provider's base URL, e.g. "
                           "https://api.deepseek.com or http://127.0.0.1:8765 (http or https).")
     return upstream.rstrip("/")
 
@@ -80,6 +73,7 @@ class RecordProxy:
                  port: int = 0, dialects: tuple[RecordDialect, ...] = DIALECTS) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
+        recorder.redact.learn_url(self.upstream)  # its credentials are never written
         self.host = host
         self.port = port
         self.dialects = dialects
@@ -152,23 +146,11 @@ class RecordProxy:
         return Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
 
     def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
-        async def endpoint(request: Request) -> Response:
+        async def endpoint(request: Request) -> ASGIApp:
             tail = path if path is not None else f"/v1/models/{request.path_params['model']}"
             url = upstream_url(self.upstream, tail, request.url.query)
-            try:
-                response = await self.client.get(url, headers=self._headers(request, None))
-            except httpx.HTTPError as exc:
-                return upstream_error(f"the upstream {self.upstream} did not answer "
-                                      f"({describe(exc)})", UNREACHABLE_STATUS,
-                                      "UPSTREAM_UNREACHABLE")
-            try:
-                headers = relayed_head(response, skip=NOT_RELAYED | {"content-encoding"})
-            except StreamFailure as exc:
-                return upstream_error(exc.message, UNREACHABLE_STATUS, exc.code)
-            relayed = Response(response.content, status_code=response.status_code)
-            relayed.raw_headers = [*headers, (b"content-length", str(len(response.content))
-                                              .encode("ascii"))]
-            return relayed
+            outgoing = self.client.build_request("GET", url, headers=self._headers(request, None))
+            return Passthrough(self.client, self.upstream, self.recorder.redact, outgoing)
 
         return endpoint
 

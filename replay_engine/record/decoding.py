@@ -22,16 +22,25 @@ MAX_ERROR_BODY = MIB
 MAX_ANSWER_BYTES = 64 * MIB
 """The most of one answer (streamed or not, decompressed or as sent) the recorder reads or
 relays: past it the relay ends and the call is recorded ``INVALID_RESPONSE``."""
+MAX_STREAM_CHUNKS = 100_000
+"""The most chunks one streamed answer is rebuilt into (about 100 000 tokens): past it the
+relay ends and the call is recorded ``INVALID_RESPONSE``, so an endless stream of small
+events cannot hold the recorder's memory."""
 MAX_EVENT_BYTES = 16 * MIB
 """A streamed event still unterminated at this size ends the rebuild (INVALID_RESPONSE)."""
-DECODE_STEP = MIB
+DECODE_STEP = 64 * 1024
 """The most bytes one decompression step produces before the loop gets a turn."""
 
 
-def too_large(what: str, limit: int) -> StreamFailure:
+class AnswerTooLarge(StreamFailure):
+    """An answer past one of the limits above: the relay ends there (the client's connection
+    drops) and the call is recorded as this failure."""
+
+
+def too_large(what: str, limit: int) -> AnswerTooLarge:
     """The failure of an answer (or event) past ``limit`` bytes."""
-    return StreamFailure(f"the upstream's {what} is larger than {limit // MIB} MiB",
-                         code=INVALID_RESPONSE)
+    return AnswerTooLarge(f"the upstream's {what} is larger than {limit // MIB} MiB",
+                          code=INVALID_RESPONSE)
 
 
 class Decoder:

@@ -42,16 +42,18 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, raw: bytes) -> list[SseEvent]:
-        """The events completed by ``raw``."""
+        """The events completed by ``raw`` (lines are read in place: one copy per feed)."""
         self._buffer += raw
         events: list[SseEvent] = []
+        at = 0
         while True:
-            cut = self._next_line_end()
+            cut = self._next_line_end(at)
             if cut is None:
+                self._buffer = self._buffer[at:]
                 return events
             end, width = cut
-            line = self._buffer[:end].decode("utf-8", errors="replace")
-            self._buffer = self._buffer[end + width:]
+            line = self._buffer[at:end].decode("utf-8", errors="replace")
+            at = end + width
             if not line:
                 if self._data or self._event is not None:
                     events.append(SseEvent(self._event, "\n".join(self._data)))
@@ -79,12 +81,12 @@ class SseParser:
         self._buffer += b"\n"
         return self.feed(b"")
 
-    def _next_line_end(self) -> tuple[int, int] | None:
-        n = self._buffer.find(b"\n")
-        r = self._buffer.find(b"\r")
+    def _next_line_end(self, at: int) -> tuple[int, int] | None:
+        n = self._buffer.find(b"\n", at)
+        r = self._buffer.find(b"\r", at, n if n != -1 else len(self._buffer))
         if r == -1 and n == -1:
             return None
-        if r != -1 and (n == -1 or r < n):
+        if r != -1:
             if r + 1 == len(self._buffer):
                 return None  # a "\r\n" may be split across reads
             return (r, 2) if self._buffer[r + 1:r + 2] == b"\n" else (r, 1)

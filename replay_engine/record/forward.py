@@ -26,6 +26,9 @@ from .decoding import (
     MAX_ANSWER_BYTES,
     MAX_ERROR_BODY,
     MAX_EVENT_BYTES,
+    MAX_STREAM_CHUNKS,
+    MIB,
+    AnswerTooLarge,
     BodyPrefix,
     Decoder,
     too_large,
@@ -208,7 +211,7 @@ class Forward:
                 await self._stream(send)
             else:
                 await self._completion(send)
-        except StreamFailure as exc:  # past a limit: the relay ends, the client's connection drops
+        except AnswerTooLarge as exc:  # past a limit: the relay ends, the client's connection drops
             self._fail(exc.message, exc.code)
             self.drop = True
         except httpx.HTTPError as exc:
@@ -269,16 +272,21 @@ class Forward:
                     if piece is None:
                         break
                     decoded += len(piece)
-                    if decoded <= MAX_ANSWER_BYTES:
-                        self._fold(call, rebuilder, parser.feed(piece))
-                        if parser.pending > MAX_EVENT_BYTES:
-                            raise too_large("event", MAX_EVENT_BYTES)
+                    if decoded > MAX_ANSWER_BYTES:
+                        raise too_large("answer", MAX_ANSWER_BYTES)
+                    self._fold(call, rebuilder, parser.feed(piece))
+                    if len(call.timed) > MAX_STREAM_CHUNKS:
+                        raise AnswerTooLarge(f"the upstream's answer streamed more than "
+                                             f"{MAX_STREAM_CHUNKS} chunks", code=INVALID_RESPONSE)
+                    if parser.pending > MAX_EVENT_BYTES:
+                        raise StreamFailure(f"the upstream sent an event longer than "
+                                            f"{MAX_EVENT_BYTES // MIB} MiB", code=INVALID_RESPONSE)
+                except AnswerTooLarge:
+                    raise  # the relay ends here
                 except StreamFailure as exc:
                     failure = exc
                 except Exception as exc:  # noqa: BLE001 - untrusted answers never crash the relay
                     failure = _unreadable(exc)
-                if decoded > MAX_ANSWER_BYTES:
-                    raise too_large("answer", MAX_ANSWER_BYTES)  # the relay ends here
                 if failure is not None or rebuilder.ended:
                     break
                 await anyio.lowlevel.checkpoint()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
+from ..files import create_with
 from ..jsonlimits import json_text
 from ..scenario.layout import log_file_name
 from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
@@ -69,22 +70,24 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise write_error(path, exc, 0) from None
-        self._begin(created_at)
+        self._fd: int | None = None
+        self._create(created_at)
 
-    def _begin(self, created_at: int) -> None:
-        """Write the header (a log that continues another one writes none)."""
+    def _create(self, created_at: int) -> None:
+        """Create the log already holding its header (``files.create_with``: a recorder killed
+        at any moment leaves no log or one that loads, never an empty file)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        self._write([_dumps(header)])
+        data = (self.recorder.redact(_dumps(header)) + "\n").encode("utf-8")
+        try:
+            self._fd = create_with(self.path, data)
+        except OSError as exc:
+            raise write_error(self.path, exc, 0) from None
+        self.size = len(data)
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
         """Infer the key of a call sending ``messages``: a new turn when its new messages end

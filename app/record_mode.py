@@ -12,7 +12,14 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from replay_engine import CallReport, Recording, ReplayError, record_scenario, recording_summary
+from replay_engine import (
+    CallReport,
+    Recording,
+    ReplayError,
+    record_scenario,
+    recording_summary,
+    shown_url,
+)
 
 from .headless.state import AppOptions
 
@@ -45,6 +52,8 @@ class RecordMode:
             raise ValueError("record mode needs an upstream")
         self.options = options
         self.upstream = options.upstream
+        self.shown_upstream = shown_url(options.upstream)
+        """The upstream as the screens show it (no credentials)."""
         self.log = log
         self.changed = changed
         """Called when what the header shows changed (a call recorded, the recording ended)."""
@@ -99,7 +108,7 @@ class RecordMode:
             return False
         try:
             url = self.options.url_label or self.recording.url  # a fixed label in snapshots
-            self.log(Text(f"recording into {self.options.scenario} from {self.upstream}",
+            self.log(Text(f"recording into {self.options.scenario} from {self.shown_upstream}",
                           style="bold red"))
             self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}), or press d for the "
                      "demo agent; press s to stop recording and replay")

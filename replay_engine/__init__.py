@@ -98,6 +98,7 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.redact import shown_url
     from .record.summary import recording_summary
     from .safe_text import printable
     from .scenario.config import load_serve_config
@@ -247,6 +248,7 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "shown_url": "record.redact",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
@@ -391,6 +393,7 @@ __all__ = [
     "check_upstream",
     "record_scenario",
     "recording_summary",
+    "shown_url",
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay_engine import UNFINISHED_CALL, BindingState, RunState
+from replay_engine import UNFINISHED_CALL, BindingState, RunState, shown_url
 
 from .header import RecordFacts, ReplayFacts, earliest_divergence
 from .moments import Situation
@@ -47,7 +47,7 @@ def record_facts(state: DebugState) -> RecordFacts | None:
     recording = state.recording
     if recording is None or not recording.active:
         return None
-    return RecordFacts(upstream=recording.upstream, url=state.url_label,
+    return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 
 

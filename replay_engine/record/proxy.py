@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -52,10 +52,14 @@ def check_upstream(upstream: str) -> str:
 
 
 def upstream_url(base: str, path: str, query: str) -> str:
-    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends with."""
-    if base.endswith("/v1") and path.startswith("/v1/"):
+    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends
+    with; a query the base carries (``?key=…``) comes before the request's own."""
+    parts = urlsplit(base)
+    prefix = parts.path.rstrip("/")
+    if prefix.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
-    return base + path + (f"?{query}" if query else "")
+    queries = "&".join(q for q in (parts.query, query) if q)
+    return urlunsplit((parts.scheme, parts.netloc, prefix + path, queries, ""))
 
 
 def forwarded_path(route: str, params: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ Text that is cut for a message is redacted before the cut, so a cut never splits
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -100,13 +101,15 @@ class Redactor:
 
     def learn_url(self, url: str) -> None:
         """Remember the credentials of a URL (``--upstream``): the password and ``user:password``
-        of its user info, in their written and decoded forms, and its secret query parameters."""
+        of its user info, in their written, decoded and Basic-auth forms, and its secret query
+        parameters."""
         parts = urlsplit(url)
         userinfo = parts.netloc.rpartition("@")[0]
         if userinfo:
             for value in (userinfo, unquote(userinfo)):
                 self._add(value)
                 self._add(value.partition(":")[2])
+                self._add(base64.b64encode(value.encode("utf-8")).decode("ascii"))  # Basic
         self.learn((), parts.query)
 
     def __call__(self, text: str) -> str:

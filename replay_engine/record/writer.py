@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..engine.placeholders import literal, literal_value
 from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
 from ..files import create_with
 from ..jsonlimits import json_text
@@ -301,7 +302,7 @@ class ScenarioRecorder:
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
+        call.failure = ((literal(self.redact(self.scrub.text(failure[0]))), literal(failure[1]))
                         if failure is not None else None)
         self.in_flight.discard(call)
         return self._flush(self.sessions[call.session]).get(id(call))
@@ -325,7 +326,8 @@ class ScenarioRecorder:
         log = self.sessions[call.session]
         index = log.calls
         try:
-            chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
+            # model text that reads as a token is written to replay as itself (engine.literal)
+            chunks = literal_value(self.redact.chunks(self.scrub.chunks(call.chunks)))
             call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure

@@ -76,6 +76,12 @@ DELIBERATE_DROP = _DeliberateDrop()
 """The filter the recorder adds to uvicorn's error log while it serves."""
 
 
+def drop_quietly() -> None:
+    """The answer being served ends without its body's end on purpose: uvicorn's complaint
+    about it is silenced (``DELIBERATE_DROP``)."""
+    _dropping.set(True)
+
+
 def relayed_head(response: httpx.Response, *, skip: frozenset[str] = NOT_RELAYED
                  ) -> list[tuple[bytes, bytes]]:
     """The headers relayed with ``response`` as they came (bytes, not re-encoded), leaving
@@ -144,8 +150,22 @@ class Forward:
         """Bytes of the answer's body relayed so far (at most ``MAX_ANSWER_BYTES``)."""
         self.client_left = False
         self.drop = False
+        self.stops: set[anyio.CancelScope] = set()
+        """Where it registers the scope a stopping recorder cancels (the proxy's own set)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with anyio.CancelScope() as stopping:
+            self.stops.add(stopping)
+            try:
+                await self._run(receive, send)
+            finally:
+                self.stops.discard(stopping)
+        if stopping.cancelled_caught:
+            self.drop = True  # the recording stopped under it: the client's connection drops
+        if self.drop:
+            drop_quietly()  # return without ending the body: the client's connection drops
+
+    async def _run(self, receive: Receive, send: Send) -> None:
         try:
             async with anyio.create_task_group() as group:
                 async def watch() -> None:
@@ -166,8 +186,6 @@ class Forward:
             if self.response is not None:
                 with anyio.CancelScope(shield=True):
                     await self.response.aclose()
-        if self.drop:
-            _dropping.set(True)  # return without ending the body: the client's connection drops
 
     def _fail(self, message: str, code: str) -> None:
         if self.call is not None and not self.complete:

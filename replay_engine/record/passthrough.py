@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from .decoding import MIB, BodyPrefix
 from .dialect import INVALID_RESPONSE, StreamFailure
-from .forward import NOT_RELAYED, UNREACHABLE_STATUS, describe, relayed_head, upstream_error
+from .forward import NOT_RELAYED, UNREACHABLE_STATUS, describe, drop_quietly, relayed_head, upstream_error
 from .redact import Redactor, shown_url
 
 MAX_PASSTHROUGH_BYTES = 16 * MIB
@@ -34,8 +34,24 @@ class Passthrough:
         self.upstream = upstream
         self.redact = redact
         self.outgoing = outgoing
+        self.stops: set[anyio.CancelScope] = set()
+        """Where it registers the scope a stopping recorder cancels (the proxy's own set)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer: Response | None = None
+        with anyio.CancelScope() as stopping:
+            self.stops.add(stopping)
+            try:
+                answer = await self._answer(receive)
+            finally:
+                self.stops.discard(stopping)
+        if answer is not None:
+            await answer(scope, receive, send)
+        elif stopping.cancelled_caught:
+            drop_quietly()  # the recording stopped: the client's connection drops
+
+    async def _answer(self, receive: Receive) -> Response | None:
+        """The answer to send, or None when the client left first."""
         answer: Response | None = None
         async with anyio.create_task_group() as group:
             async def watch() -> None:
@@ -50,8 +66,7 @@ class Passthrough:
 
             group.start_soon(watch)
             group.start_soon(fetch)
-        if answer is not None:
-            await answer(scope, receive, send)
+        return answer
 
     def _failed(self, message: str, code: str) -> Response:
         return upstream_error(self.redact(message), UNREACHABLE_STATUS, code)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -84,6 +85,8 @@ class RecordProxy:
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30.0))
         self.app = self._create_app()
         self._runner: EmbeddedUvicorn | None = None
+        self._in_flight: set[anyio.CancelScope] = set()
+        """The calls being relayed: a stop ends them before the server shuts down."""
         self._url: str | None = None
 
     @property
@@ -147,14 +150,18 @@ class RecordProxy:
                            request.url.query)
         outgoing = self.client.build_request("POST", url, content=raw,
                                              headers=self._headers(request, session))
-        return Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
+        forward = Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
+        forward.stops = self._in_flight
+        return forward
 
     def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> ASGIApp:
             tail = path if path is not None else f"/v1/models/{request.path_params['model']}"
             url = upstream_url(self.upstream, tail, request.url.query)
             outgoing = self.client.build_request("GET", url, headers=self._headers(request, None))
-            return Passthrough(self.client, self.upstream, self.recorder.redact, outgoing)
+            answer = Passthrough(self.client, self.upstream, self.recorder.redact, outgoing)
+            answer.stops = self._in_flight
+            return answer
 
         return endpoint
 
@@ -169,8 +176,11 @@ class RecordProxy:
         return self._url
 
     async def stop(self) -> None:
-        """Finish the recording (calls still streaming are dropped), then shut down."""
+        """Finish the recording (calls still streaming are dropped and their relays ended, so
+        the server shuts down without cancelling them mid-answer), then shut down."""
         self.recorder.close()
+        for relay in list(self._in_flight):
+            relay.cancel()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.stop()

@@ -302,9 +302,14 @@ class ScenarioRecorder:
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = ((literal(self.redact(self.scrub.text(failure[0]))), literal(failure[1]))
-                        if failure is not None else None)
         self.in_flight.discard(call)
+        try:  # a scrub rule past its time budget stops the recording (named SCRUB error)
+            message = self.scrub.text(failure[0]) if failure is not None else ""
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        call.failure = ((literal(self.redact(message)), literal(failure[1]))
+                        if failure is not None else None)
         return self._flush(self.sessions[call.session]).get(id(call))
 
     def drop_call(self, call: Call) -> None:

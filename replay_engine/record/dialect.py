@@ -212,6 +212,14 @@ def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> li
     return out + rebuilder.end()
 
 
+def malformed(what: str, value: object) -> StreamFailure:
+    """The failure of an answer whose ``what`` is not of its wire's type (``choices`` a string,
+    ``content`` a number, a chunk that is a list or null): INVALID_RESPONSE, quoting it."""
+    shown = json.dumps(value, default=str)[:EXCERPT]
+    return StreamFailure(f"the upstream sent {what} that is not of its wire type: {shown}",
+                         code=INVALID_RESPONSE)
+
+
 def stream_error(error: object) -> StreamFailure:
     """The failure an in-stream ``{"error": {...}}`` event reports (code SERVER when unnamed)."""
     if not isinstance(error, dict):

@@ -61,6 +61,8 @@ class CallReport:
     message: str | None = None
     problem: str | None = None
     """Why the scenario will not load, or replay, as recorded (a child's failed call), if so."""
+    notes: tuple[str, ...] = ()
+    """What of the answer was recorded differently (usage that was no token count)."""
 
     @property
     def failed(self) -> bool:
@@ -101,6 +103,8 @@ class Call:
     """Its answer ended (it is written once every earlier call of its session is)."""
     failure: tuple[str, str] | None = None
     """The upstream's message and code when it failed."""
+    notes: list[str] = field(default_factory=list)
+    """What of the answer its dialect recorded differently, for the report's warnings."""
 
     @property
     def key(self) -> str:

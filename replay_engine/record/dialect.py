@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UpstreamStreamError
 from ..jsonlimits import DEPTH_PROBLEM, too_deep
+from ..jsonnumbers import as_safe_integer
 
 Chunk = dict[str, Any]
 INVALID_RESPONSE = "INVALID_RESPONSE"
@@ -210,6 +212,37 @@ def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> li
     for event in events:
         out += rebuilder.feed(event)
     return out + rebuilder.end()
+
+
+_notes: ContextVar[list[str] | None] = ContextVar("dsh_replay_record_notes", default=None)
+
+
+def collect_notes() -> list[str]:
+    """A fresh list the readers below note what they recorded differently in, for the call
+    relayed by the current task (its report warns with them)."""
+    notes: list[str] = []
+    _notes.set(notes)
+    return notes
+
+
+def impossible_usage(wire: dict[str, Any], counters: tuple[str, ...]) -> bool:
+    """True, and noted, when a counter of ``wire`` (``a.b`` for a nested one) is present but
+    no token count (``1e999``, NaN, negative, a fraction, text): the call's usage is then
+    recorded as absent rather than as an invented 0."""
+    for path in counters:
+        value: Any = wire
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        number = as_safe_integer(value)
+        if number is None or number < 0:
+            notes = _notes.get()
+            if notes is not None:
+                notes.append(f"the upstream's usage {path} is {json.dumps(value)[:EXCERPT]}, "
+                             "not a token count; the call's usage is recorded as absent")
+            return True
+    return False
 
 
 def malformed(what: str, value: object) -> StreamFailure:

@@ -40,6 +40,7 @@ from .dialect import (
     SseParser,
     StreamFailure,
     StreamRebuilder,
+    collect_notes,
     upstream_json,
 )
 from .redact import Redactor, shown_url
@@ -199,6 +200,8 @@ class Forward:
                                                                 send)
 
     async def _forward(self, send: Send) -> None:
+        if self.call is not None:
+            self.call.notes = collect_notes()  # what the dialect reads differently, warned
         try:
             response = self.response = await self.client.send(self.outgoing, stream=True)
         except httpx.HTTPError as exc:

@@ -32,6 +32,7 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    impossible_usage,
     rebuild_events,
     upstream_error_message,
 )
@@ -57,7 +58,9 @@ def _failure(error: object) -> StreamFailure:
 
 def usage_back(wire: object) -> dict[str, Any] | None:
     """Recorded usage of ``usageMetadata`` (``promptTokenCount`` includes the cached ones)."""
-    if not isinstance(wire, dict):
+    if not isinstance(wire, dict) or impossible_usage(wire, (
+            "promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount",
+            "thoughtsTokenCount")):
         return None
     cached = as_safe_integer(wire.get("cachedContentTokenCount"))
     prompt = as_safe_integer(wire.get("promptTokenCount")) or 0

@@ -18,6 +18,7 @@ from .dialect import (
     SseEvent,
     as_dict,
     as_list,
+    impossible_usage,
     key_of,
     malformed,
     stream_error,
@@ -25,6 +26,9 @@ from .dialect import (
     upstream_json,
 )
 
+_COUNTERS = ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens",
+             "prompt_cache_miss_tokens", "prompt_tokens_details.cached_tokens",
+             "completion_tokens_details.reasoning_tokens")
 _FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
 
@@ -156,7 +160,7 @@ class ChatRebuilder:
     def end(self) -> list[Chunk]:
         out: list[Chunk] = [{"type": "block-end", "index": b.index, "block": b.whole()}
                             for b in self._blocks]
-        if isinstance(self._usage, dict):
+        if isinstance(self._usage, dict) and not impossible_usage(self._usage, _COUNTERS):
             out.append({"type": "usage", "usage": usage_back(self._usage)})
         out.append({"type": "finish", "reason": finish_back(self._finish)})
         return out

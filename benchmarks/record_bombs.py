@@ -6,7 +6,8 @@ Each case starts a fresh ``dsh-replay record`` subprocess against a loopback ups
 this script, sends one call (or one ``GET /v1/models``), waits for the recorder to answer it
 and reads the recorder's peak RSS (``VmHWM`` of ``/proc/<pid>/status``). The baseline is the
 same recorder after one ordinary streamed call, measured in the same run; each case prints its
-peak, its ratio to the baseline, how long the call took, and the recorded failure code.
+peak, its ratio to the baseline, how long the call took, the longest ``GET /healthz`` another
+client waited meanwhile (the event loop kept from others), and the recorded failure code.
 Cases: a gzip answer of 1 MiB inflating to 1 GiB (stream: false), the same as an error body
 (HTTP 500), a gzip event stream of valid deltas inflating without end, an endless plain event
 stream, an endless model list.
@@ -114,9 +115,23 @@ def peak_rss_kb(pid: int) -> int:
     raise RuntimeError("no VmHWM")
 
 
+async def probe(base: str, done: asyncio.Event) -> float:
+    """The longest ``GET /healthz`` of the recorder while ``done`` is unset (how long the
+    hostile answer kept the recorder from serving anyone else)."""
+    worst = 0.0
+    async with httpx.AsyncClient(timeout=120) as http:
+        while not done.is_set():
+            start = time.perf_counter()
+            await http.get(base + "/healthz")
+            worst = max(worst, time.perf_counter() - start)
+            await asyncio.sleep(0.01)
+    return worst
+
+
 async def run_case(upstream: Upstream, name: str, method: str, path: str, stream: bool
-                   ) -> tuple[int, float, str]:
-    """Peak RSS (kB), seconds the call took, and what the recorder recorded."""
+                   ) -> tuple[int, float, float, str]:
+    """Peak RSS (kB), seconds the call took, the longest health check meanwhile, and what the
+    recorder recorded."""
     with tempfile.TemporaryDirectory() as tmp:
         url = await upstream.start()
         proc = await asyncio.create_subprocess_exec(
@@ -125,6 +140,8 @@ async def run_case(upstream: Upstream, name: str, method: str, path: str, stream
             stderr=asyncio.subprocess.PIPE)
         assert proc.stdout is not None and proc.stderr is not None
         base = (await proc.stdout.readline()).decode().strip()
+        done = asyncio.Event()
+        prober = asyncio.create_task(probe(base, done))
         start = time.perf_counter()
         body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": name}]}
         async with httpx.AsyncClient(timeout=120) as http:
@@ -136,6 +153,8 @@ async def run_case(upstream: Upstream, name: str, method: str, path: str, stream
             except httpx.HTTPError:
                 pass
         took = time.perf_counter() - start
+        done.set()
+        worst = await prober
         recorded = "-"
         if method == "POST":
             line = await asyncio.wait_for(proc.stderr.readline(), 60)
@@ -145,7 +164,7 @@ async def run_case(upstream: Upstream, name: str, method: str, path: str, stream
         await proc.communicate()
         assert upstream.server is not None
         upstream.server.close()
-        return peak, took, recorded
+        return peak, took, worst, recorded
 
 
 async def main() -> None:
@@ -175,10 +194,10 @@ async def main() -> None:
             continue
         upstream = Upstream()
         upstream.head, upstream.body = answer_head, body
-        peak, took, recorded = await run_case(upstream, name, method, path, stream)
+        peak, took, worst, recorded = await run_case(upstream, name, method, path, stream)
         baseline = baseline or peak
         print(f"{name:15} peak RSS {peak / 1024:7.1f} MiB  x{peak / baseline:5.2f}  "
-              f"{took:6.2f} s  {recorded}")
+              f"call {took:6.2f} s  longest healthz {worst * 1000:6.0f} ms  {recorded}")
 
 
 if __name__ == "__main__":

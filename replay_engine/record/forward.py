@@ -233,6 +233,8 @@ class Forward:
             else:
                 await self._completion(send)
         except AnswerTooLarge as exc:  # past a limit: the relay ends, the client's connection drops
+            if self.call is not None and not self.complete:
+                self.call.timed = []  # the failure alone: writing 100 000 chunks stalls every call
             self._fail(exc.message, exc.code)
             self.drop = True
         except httpx.HTTPError as exc:

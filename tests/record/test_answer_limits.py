@@ -93,7 +93,7 @@ async def test_a_gzip_event_stream_bomb_ends_the_relay_and_is_recorded_invalid(
     (report,) = rec.reports
     assert (report.code, report.message) == (
         "INVALID_RESPONSE", "the upstream's answer streamed more than 3000 chunks")
-    assert [c.code for c in logged_calls(target)] == ["INVALID_RESPONSE"]
+    assert [(c.code, c.chunks) for c in logged_calls(target)] == [("INVALID_RESPONSE", 0)]
     assert_valid(target)
 
 

@@ -77,18 +77,22 @@ class SessionLog:
     def _create(self, created_at: int) -> None:
         """Create the log already holding its header (``files.create_with``: a recorder killed
         at any moment leaves no log or one that loads, never an empty file)."""
+        data = self._header(created_at)
+        try:
+            self._fd = create_with(self.path, data)
+        except OSError as exc:
+            raise write_error(self.path, exc, 0) from None
+        self.size = len(data)
+
+    def _header(self, created_at: int) -> bytes:
+        """The header line the log is created with (a log that continues another has none)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        data = (self.recorder.redact(_dumps(header)) + "\n").encode("utf-8")
-        try:
-            self._fd = create_with(self.path, data)
-        except OSError as exc:
-            raise write_error(self.path, exc, 0) from None
-        self.size = len(data)
+        return (self.recorder.redact(_dumps(header)) + "\n").encode("utf-8")
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
         """Infer the key of a call sending ``messages``: a new turn when its new messages end

@@ -18,6 +18,7 @@ from replay_engine import (
     ReplayError,
     record_scenario,
     recording_summary,
+    report_warnings,
     shown_url,
 )
 
@@ -89,6 +90,8 @@ class RecordMode:
         self.log(report_text(report))
         if report.problem:
             self.log(Text(f"warning: {report.problem}", style="bold yellow"))
+        for warning in report_warnings(report):
+            self.log(Text(f"warning: {warning}", style="bold yellow"))
         self.changed()
 
     def _failed(self, error: ReplayError) -> None:

@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
     from .record.redact import shown_url
-    from .record.summary import recording_summary
+    from .record.summary import recording_summary, report_warnings
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -250,6 +250,7 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "report_warnings": "record.summary",
     "shown_url": "record.redact",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
@@ -396,6 +397,7 @@ __all__ = [
     "check_upstream",
     "record_scenario",
     "recording_summary",
+    "report_warnings",
     "shown_url",
     "summarize_entry",
     "validate_entry",

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import anyio.lowlevel
 
+from ..errors import AnswerTooLarge
 from .dialect import INVALID_RESPONSE, StreamFailure
 
 MIB = 1024 * 1024
@@ -30,11 +31,6 @@ MAX_EVENT_BYTES = 16 * MIB
 """A streamed event still unterminated at this size ends the rebuild (INVALID_RESPONSE)."""
 DECODE_STEP = 64 * 1024
 """The most bytes one decompression step produces before the loop gets a turn."""
-
-
-class AnswerTooLarge(StreamFailure):
-    """An answer past one of the limits above: the relay ends there (the client's connection
-    drops) and the call is recorded as this failure."""
 
 
 def too_large(what: str, limit: int) -> AnswerTooLarge:

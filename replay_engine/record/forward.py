@@ -18,6 +18,7 @@ import anyio.lowlevel
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
+from ..errors import AnswerTooLarge
 from ..server.preamble import NO_RETRY
 from ..statuscodes import code_for_status
 from ..wire.jsonbytes import JSONResponse
@@ -28,7 +29,6 @@ from .decoding import (
     MAX_EVENT_BYTES,
     MAX_STREAM_CHUNKS,
     MIB,
-    AnswerTooLarge,
     BodyPrefix,
     Decoder,
     too_large,

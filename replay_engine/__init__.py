@@ -29,7 +29,6 @@ if TYPE_CHECKING:
         diff_context,
         diff_line,
         live_new_messages,
-        read_recorded_context,
         recorded_context,
     )
     from .engine import (
@@ -100,7 +99,9 @@ if TYPE_CHECKING:
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
     from .record.redact import shown_url
+    from .record.repair import CallRef, RepairSession, parse_call_ref
     from .record.summary import recording_summary, report_warnings
+    from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -152,7 +153,6 @@ _LAZY: dict[str, str] = {
     "diff_context": "context",
     "diff_line": "context",
     "live_new_messages": "context",
-    "read_recorded_context": "context",
     "recorded_context": "context",
     "DEFAULT_JOURNAL_LIMIT": "engine",
     "StagedScripts": "engine",
@@ -252,6 +252,13 @@ _LAZY: dict[str, str] = {
     "recording_summary": "record.summary",
     "report_warnings": "record.summary",
     "shown_url": "record.redact",
+    "CallRef": "record.repair",
+    "RepairSession": "record.repair",
+    "parse_call_ref": "record.repair",
+    "CallDiff": "review",
+    "ScenarioDiff": "review",
+    "ScriptDiff": "review",
+    "diff_scenarios": "review",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
@@ -280,6 +287,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CallDiff",
+    "CallRef",
+    "RepairSession",
+    "ScenarioDiff",
+    "ScriptDiff",
+    "diff_scenarios",
+    "parse_call_ref",
     "UNFINISHED_CALL",
     "CHILD_RE",
     "DEFAULT_JOURNAL_LIMIT",
@@ -381,7 +395,6 @@ __all__ = [
     "parse_session_header",
     "parse_session_log",
     "parse_sidecar_text",
-    "read_recorded_context",
     "recorded_context",
     "resolve_scripted_entry",
     "throw_code_warning",

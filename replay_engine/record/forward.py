@@ -205,6 +205,8 @@ class Forward:
         try:
             response = self.response = await self.client.send(self.outgoing, stream=True)
         except httpx.HTTPError as exc:
+            if self.call is not None:
+                self.call.reached = False
             await self._refuse(send, self.redact(f"the upstream {shown_url(self.upstream)} did "
                                                  f"not answer ({describe(exc)})"),
                                code_for_status(UNREACHABLE_STATUS))

@@ -33,6 +33,7 @@ from .dialect import (
     SseEvent,
     StreamFailure,
     conversation_of,
+    impossible_usage,
     rebuild_events,
     upstream_error_message,
 )
@@ -58,7 +59,9 @@ def _failure(error: object) -> StreamFailure:
 
 def usage_back(wire: object) -> dict[str, Any] | None:
     """Recorded usage of ``usageMetadata`` (``promptTokenCount`` includes the cached ones)."""
-    if not isinstance(wire, dict):
+    if not isinstance(wire, dict) or impossible_usage(wire, (
+            "promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount",
+            "thoughtsTokenCount")):
         return None
     cached = as_safe_integer(wire.get("cachedContentTokenCount"))
     prompt = as_safe_integer(wire.get("promptTokenCount")) or 0

@@ -65,7 +65,7 @@ SUBCOMMAND_MODULES: dict[str, tuple[Register, str]] = {
     ),
     "demo-agent": (
         _demo_agent,
-        "drive every recorded call of a running replay server with a small official-SDK client",
+        "drive every recorded call of a running replay server with a small client of one wire",
     ),
 }
 """Each subcommand: what registers it (a plain import of its module inside a function, so the

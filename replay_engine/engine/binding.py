@@ -68,8 +68,9 @@ def bind_call(
         claim = claim_script(run, len(scripts), session_id, matches=matches)
         if claim is None:
             err = UnrecordedSessionError(
-                f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
+                f"a model call arrived from an unrecorded session (#{len(run.bindings)}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
+                f"{_numbered(len(scripts))}"
                 f"[{session_label(session_id)}, run {run.name}]"
             )
             if dialect not in run.overflow:
@@ -85,15 +86,22 @@ def bind_call(
     script = scripts[binding.script_index] if binding.script_index < len(scripts) else None
     length = len(script.entries) if script is not None else 0
     if script is None or binding.cursor >= length:
-        err2 = ScriptExhaustedError(
-            f"script exhausted — session requested model call #{binding.cursor + 1} but its "
-            f"script has only {length} [{session_label(session_id)}, script "
-            f"{binding.script_index}, run {run.name}]"
-        )
+        where = f"[{session_label(session_id)}, script {binding.script_index}, run {run.name}]"
+        retried = retry or _retries_failure(binding, live)
+        if retried and binding.cursor > 0:
+            last = binding.cursor - 1
+            err2 = ScriptExhaustedError(
+                f"a retry of call #{last} — the client retried model call #{last} after its "
+                f"scripted failure, and the recording holds no call after it (no such retry "
+                f"was recorded): turn the client's retries off {where}")
+        else:
+            err2 = ScriptExhaustedError(
+                f"script exhausted — session requested model call #{binding.cursor} but its "
+                f"script has only {length} {_numbered(length)}{where}")
         if dialect not in run.overflow:
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
-                    model, retry, dialect, bound_by=binding.rule)
-            emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
+                    model, retried, dialect, bound_by=binding.rule)
+            emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retried, messages,
                                  binding.script_index, binding.cursor))
         err2.script_index = binding.script_index
         raise err2
@@ -123,6 +131,21 @@ def bind_call(
     return call
 
 
+def _numbered(count: int) -> str:
+    """``(#0 to #2) `` after a count, so that 0-based numbers read unambiguously."""
+    if count == 0:
+        return ""
+    return "(#0) " if count == 1 else f"(#0 to #{count - 1}) "
+
+
+def _retries_failure(binding: Binding, live: Context | None) -> bool:
+    """The call repeats the session's previous request, which ended in a scripted failure (a
+    client library's retry the server sees without a retry header)."""
+    previous = binding.last_live
+    return (binding.last_failed and live is not None and previous is not None
+            and same_content(live, previous))
+
+
 def _compare(binding: Binding, record: CallRecord, live: Context, contexts: RecordedContexts,
              retry: bool) -> None:
     """Fill ``record``'s divergence and retry facts and the binding's lists."""
@@ -133,9 +156,7 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
         record.divergence = divergence(live, recorded)
         if record.divergence is not None:
             binding.diverged.append((ci, record.divergence))
-    previous = binding.last_live
-    record.retry_detected = (binding.last_failed and previous is not None
-                             and same_content(live, previous))
+    record.retry_detected = _retries_failure(binding, live)
     if retry or record.retry_detected:
         before = contexts.at(si, ci - 1) if ci > 0 else None
         in_recording = recorded is not None and before is not None \

@@ -63,14 +63,15 @@ async def test_unrecorded_session_error_claims_nothing() -> None:
     assert err.code == "UNRECORDED_SESSION"
     assert isinstance(err, BindingError)
     assert err.message.startswith(
-        "a model call arrived from an unrecorded session (#3); the scenario recorded only 2 session(s)")
+        "a model call arrived from an unrecorded session (#2); the scenario recorded only 2 session(s) "
+        "(#0 to #1)")
     assert "session three" in err.message
     assert [b.session for b in engine.state().bindings] == ["one", "two"]
     failed = [e for e in rec.events if isinstance(e, ev.BindingFailed)]
     assert [(e.session, e.code) for e in failed] == [("three", "UNRECORDED_SESSION")]
     with pytest.raises(UnrecordedSessionError) as again:
         engine.open_call("four")
-    assert "(#3)" in again.value.message
+    assert "(#2)" in again.value.message
 
 
 async def test_unrecorded_anonymous_session() -> None:
@@ -86,7 +87,7 @@ async def test_no_scripts_at_all() -> None:
     engine = ReplayEngine([])
     with pytest.raises(UnrecordedSessionError) as caught:
         engine.open_call(None)
-    assert "(#1); the scenario recorded only 0 session(s)" in caught.value.message
+    assert "(#0); the scenario recorded only 0 session(s) [" in caught.value.message
     assert engine.consumed_problems() == []  # SPEC 5's check alone knows nothing of refusals
     with pytest.raises(NotConsumedError, match="refused with UNRECORDED_SESSION"):
         engine.assert_consumed()
@@ -104,10 +105,11 @@ async def test_script_exhausted(length: int, calls: int) -> None:
         engine.open_call("k")
     assert caught.value.code == "SCRIPT_EXHAUSTED"
     assert caught.value.message.startswith(
-        f"script exhausted — session requested model call #{calls} but its script has only {length}")
+        f"script exhausted — session requested model call #{calls - 1} but its script has only "
+        f"{length} ")  # numbered from 0, as the debugger numbers calls
     with pytest.raises(ScriptExhaustedError) as again:
         engine.open_call("k")
-    assert f"model call #{calls} " in again.value.message
+    assert f"model call #{calls - 1} " in again.value.message
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,8 @@ def test_serve_exits_3_when_not_consumed_and_warns_off_loopback(samples: Path) -
 
 @pytest.mark.parametrize(("name", "text", "wanted"), [
     ("bad.json", '{"providers": [{"id": "p", "models": [{"id": "m", "contextWindow": 0}]}]}',
-     "providers[0].models[0].contextWindow: Input should be greater than 0"),
+     "providers[0].models[0].contextWindow (provider 'p', model 'm'): Input should be greater "
+     "than 0"),
     ("bad.json", '{"paceMs": -1}', "paceMs: Input should be greater than or equal to 0"),
     ("bad.json", '{"providers": [}', "line 1, column 16: not valid JSON"),
     ("bad.toml", "paceMs = [", "not valid TOML"),

@@ -2,15 +2,21 @@
 
 Run by hand: ``python3 benchmarks/pytest_cost.py [--tests 200] [--rounds 5] [--files ...]``.
 Generated test files of ``--tests`` tests each run in fresh pytest processes, interleaved
-round by round. Every test builds an openai client on one httpx client the file makes once
-(``openai.DefaultHttpxClient()``, or the in-process one), so that no file pays the TLS setup
-a default client costs per test (tens of milliseconds, whose noise would swamp what is
-measured here):
+round by round, in two client forms side by side, each with its own baseline.
+
+The per-test client form is how tests are usually written: each test builds its own openai
+client (``own-baseline`` makes no call; ``own-plugin`` is marked and reads the plugin's
+``OPENAI_BASE_URL``, served in process by the plugin's wrapped httpx transports;
+``own-socket`` is the same file with ``--dsh-replay-socket``, as every such test was served
+before; ``own-vcrpy`` replays the cassette). In the shared form every test builds its openai
+client on one httpx client the file makes once (``openai.DefaultHttpxClient()``, or the
+in-process one), so that no file pays the TLS setup a default client costs per test:
 
 - ``baseline``: each test builds its openai client and makes no call (the floor);
 - ``plugin``: each test is marked ``@pytest.mark.dsh_replay(sample_scenarios/basic-chat)``
-  and makes that scenario's two streaming calls with the openai SDK, over a socket (the
-  base URL from ``OPENAI_BASE_URL``, which the plugin sets);
+  and makes that scenario's two streaming calls with the openai SDK (the base URL from
+  ``OPENAI_BASE_URL``, which the plugin sets), served in process; ``plugin-socket`` is the
+  same file over a socket (``--dsh-replay-socket``);
 - ``vcrpy``: each test makes the same two calls inside ``vcr.use_cassette`` of a cassette
   recorded once from ``dsh-replay serve`` of the same scenario;
 - ``in-process``: as ``plugin``, with ``http_client=dsh_replay.http_client()``.
@@ -18,10 +24,11 @@ measured here):
 Reported, for the median and the best wall time of each file (the best is the least
 disturbed by other load on the machine) and for the median CPU time (both threads): the
 cost per test over the baseline ((file - baseline) / tests), and each replay's cost as a
-ratio of vcrpy's. Target: in-process / vcrpy <= 1.0. Every file runs once unmeasured
-first, filling a bytecode cache of the run's own (``PYTHONPYCACHEPREFIX``) that the
-measured runs read: a source checkout, or ``PYTHONDONTWRITEBYTECODE`` set in the shell, would
-otherwise charge the replay files for compiling the modules only they load. Needs ``vcrpy`` (a benchmark-only
+ratio of vcrpy's in the same form. Target: the plugin's runs <= 1.0x vcrpy in both forms.
+Every file runs once unmeasured first, filling a bytecode cache of the run's own
+(``PYTHONPYCACHEPREFIX``) that the measured runs read: a source checkout, or
+``PYTHONDONTWRITEBYTECODE`` set in the shell, would otherwise charge the replay files for
+compiling the modules only they load. Needs ``vcrpy`` (a benchmark-only
 dependency).
 """
 

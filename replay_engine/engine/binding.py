@@ -67,11 +67,12 @@ def bind_call(
                 return first is not None and divergence(live, first) is None
         claim = claim_script(run, len(scripts), session_id, matches=matches)
         if claim is None:
+            # SPEC 5's wording counts from 1; the index the debugger shows is given beside it
             err = UnrecordedSessionError(
-                f"a model call arrived from an unrecorded session (#{len(run.bindings)}); "
+                f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
-                f"{_numbered(len(scripts))}"
-                f"[{session_label(session_id)}, run {run.name}]"
+                f"[{session_label(session_id)}, run {run.name}; counting from 0 as the debugger "
+                f"does: session #{len(run.bindings)}, past {_numbered(len(scripts), 'script')}]"
             )
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
@@ -86,18 +87,19 @@ def bind_call(
     script = scripts[binding.script_index] if binding.script_index < len(scripts) else None
     length = len(script.entries) if script is not None else 0
     if script is None or binding.cursor >= length:
-        where = f"[{session_label(session_id)}, script {binding.script_index}, run {run.name}]"
+        where = f"[{session_label(session_id)}, script {binding.script_index}, run {run.name}"
         retried = retry or _retries_failure(binding, live)
         if retried and binding.cursor > 0:
             last = binding.cursor - 1
             err2 = ScriptExhaustedError(
                 f"a retry of call #{last} — the client retried model call #{last} after its "
                 f"scripted failure, and the recording holds no call after it (no such retry "
-                f"was recorded): turn the client's retries off {where}")
-        else:
+                f"was recorded): turn the client's retries off {where}]")
+        else:  # SPEC 5's wording counts from 1; the debugger's index is given beside it
             err2 = ScriptExhaustedError(
-                f"script exhausted — session requested model call #{binding.cursor} but its "
-                f"script has only {length} {_numbered(length)}{where}")
+                f"script exhausted — session requested model call #{binding.cursor + 1} but "
+                f"its script has only {length} {where}; counting from 0 as the debugger does: "
+                f"call #{binding.cursor}, past {_numbered(length, 'call')}]")
         if dialect not in run.overflow:
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retried, dialect, bound_by=binding.rule)
@@ -131,11 +133,11 @@ def bind_call(
     return call
 
 
-def _numbered(count: int) -> str:
-    """``(#0 to #2) `` after a count, so that 0-based numbers read unambiguously."""
+def _numbered(count: int, what: str) -> str:
+    """``calls #0 to #2``: what a count holds, numbered from 0 (``no call`` for none)."""
     if count == 0:
-        return ""
-    return "(#0) " if count == 1 else f"(#0 to #{count - 1}) "
+        return f"no {what}"
+    return f"{what} #0" if count == 1 else f"{what}s #0 to #{count - 1}"
 
 
 def _retries_failure(binding: Binding, live: Context | None) -> bool:

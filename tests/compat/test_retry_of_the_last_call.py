@@ -79,4 +79,5 @@ async def test_a_new_request_past_the_end_is_still_script_exhausted(tmp_path: Pa
         verdict = _verdict(server.engine)
     assert journal == [("finished", False), ("failed", False), ("refused", False)]
     assert "call #2 of script 0 was refused with SCRIPT_EXHAUSTED: script exhausted — session " \
-           "requested model call #2 but its script has only 2 (#0 to #1)" in verdict
+           "requested model call #3 but its script has only 2" in verdict
+    assert "call #2, past calls #0 to #1]" in verdict

@@ -157,8 +157,9 @@ def test_a_binding_error_names_the_call_its_turn_step_and_the_diff(project: pyte
     result.assert_outcomes(failed=3)
     extra = section(result, "test_one_call_too_many")
     assert "ConflictError" in extra  # the test's own failure, then the replay's account of it
-    assert "binding error SCRIPT_EXHAUSTED: script exhausted — session requested model call #2 " \
-           "but its script has only 2 (#0 to #1)" in extra
+    assert "binding error SCRIPT_EXHAUSTED: script exhausted — session requested model call #3 " \
+           "but its script has only 2" in extra
+    assert "counting from 0 as the debugger does: call #2, past calls #0 to #1]" in extra
     # calls are numbered from 0, as the engine and the debugger number them
     assert ("call: the anonymous session: call #2 of script 0 (session.jsonl): past the "
             "recording; its last recorded call is #1 (turn/step 1/2)") in extra
@@ -176,7 +177,7 @@ def test_a_binding_error_names_the_call_its_turn_step_and_the_diff(project: pyte
     assert "first divergence" not in swallowed  # the recorded calls were asked as recorded
     second = section(result, "test_a_second_session")
     assert "binding error UNRECORDED_SESSION: a model call arrived from an unrecorded session " \
-           "(#1); the scenario recorded only 1 session(s) (#0)" in second
+           "(#2); the scenario recorded only 1 session(s)" in second
     assert ("call: the first call of session helper; the recorded sessions (session.jsonl) "
             "are all bound already") in second
     assert ("diff: user message 1: the live request has 'Summarise src/', which the recording "

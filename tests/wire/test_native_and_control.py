@@ -41,8 +41,9 @@ async def test_native_route_streams_the_loaded_script_line_for_line(samples: Pat
         status, body = await _ndjson(http, body={"sessionId": "a"})
     assert status == 409
     assert body == [{"error": {
-        "message": "script exhausted — session requested model call #2 but its script has only 2 "
-                   "(#0 to #1) [session a, script 0, run default]",
+        "message": "script exhausted — session requested model call #3 but its script has only 2 "
+                   "[session a, script 0, run default; counting from 0 as the debugger does: "
+                   "call #2, past calls #0 to #1]",
         "type": "replay_error", "code": "SCRIPT_EXHAUSTED"}}]
 
 
@@ -67,7 +68,7 @@ async def test_unrecorded_session_is_refused_with_409(samples: Path) -> None:
         bad = await http.post("/replay/v1/stream", json={"sessionId": 7})
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "UNRECORDED_SESSION"
-    assert "unrecorded session (#1); the scenario recorded only 1 session(s) (#0)" in \
+    assert "unrecorded session (#2); the scenario recorded only 1 session(s)" in \
         response.json()["error"]["message"]
     assert bad.status_code == 400 and "sessionId must be a string" in bad.text
 

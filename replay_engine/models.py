@@ -8,8 +8,10 @@ because they come from already-parsed logs and sit on the hot path.
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -81,17 +83,37 @@ def _check_text(value: object) -> str:
     return value
 
 
+_UNSAFE_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters and bidirectional formatting characters: a name holding one prints as
+another name (a newline splits a log line, U+202E shows ``txt.exe`` as ``exe.txt``)."""
+
+
 def ready_file_problem(name: str) -> str | None:
-    """Why ``name`` can never be a readyFile path (a NUL byte, a character no file name of this
-    system encodes), or None."""
+    """Why ``name`` is no readyFile name, or None: the one rule of the sidecar check,
+    ``validate``, the override editor and serving. A readyFile is a plain relative name
+    inside the ready directory: no NUL, control or bidirectional formatting character, no
+    character this system's file names cannot encode, not absolute, no ``..``."""
     if "\x00" in name:
         return ("holds a NUL byte (\\x00), which no file name can hold; give a plain relative "
                 "file name")
+    unsafe = _UNSAFE_IN_NAMES.search(name)
+    if unsafe is not None:
+        char = unsafe.group()
+        kind = "a control" if char <= "\x9f" else "a bidirectional formatting"
+        return (f"holds {kind} character (U+{ord(char):04X} at character {unsafe.start() + 1}), "
+                "which would print as another name; give a plain relative file name")
     try:
         os.fsencode(name)
     except UnicodeEncodeError as exc:
         return (f"holds {exc.object[exc.start:exc.end]!r}, which no file name of this system can "
                 "encode (a lone surrogate?); give a plain relative file name")
+    pure = PurePosixPath(name)
+    if pure.is_absolute():
+        return ("is an absolute path; give a plain relative file name, created inside the ready "
+                "directory (--ready-dir)")
+    if ".." in pure.parts:
+        return ("contains '..'; give a plain relative file name, created inside the ready "
+                "directory (--ready-dir)")
     return None
 
 
@@ -306,6 +328,29 @@ class SessionHeader(BaseModel):
                 "seedLength": plain_number(self.seedLength)}
 
 
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One message a request carries: its role (``user`` or ``tool``), text and, for a tool
+    result, the tool call it answers."""
+
+    role: str
+    text: str
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class LogContext:
+    """What a log holds besides its calls, taken in the same pass: its user messages and tool
+    results, each with its line. The recorded context of every call is cut from it
+    (``context.script_contexts``), in memory."""
+
+    lines: list[int] = field(default_factory=list)
+    items: list[ContextItem | tuple[str, bytes] | bool | None] = field(default_factory=list)
+    """Per line: ``None`` for an assistant message (what came before it was answered), a
+    ``(type, line)`` pair for a ``user/message`` / ``tool/result`` line, decoded into its
+    ``ContextItem`` the first time a context is cut (``False`` when it holds none)."""
+
+
 @dataclass(slots=True)
 class ScriptEntry:
     """One loaded call with what the debugger needs to explain it."""
@@ -350,6 +395,9 @@ class SessionScript:
     untimed: int = 0
     """Chunk events and packed rows of the log that left their time out (a projected log):
     recorded pacing has no gaps for them."""
+    said: LogContext | None = None
+    """The log's user messages and tool results, read with its calls (None: a script built
+    without its log, which has no recorded context)."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance JSON of this script."""

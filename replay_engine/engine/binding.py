@@ -6,22 +6,25 @@ many entries without one skip the walk.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from ..context import live_new_messages
+from ..context import ContextItem
 from ..divergence import divergence, same_content
-from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
+from ..errors import BindingError, GoneLiveError, ScriptExhaustedError, UnrecordedSessionError
+from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
+from ..requests import live_new_messages
 from . import events as ev
 from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
 from .recorded import Context, RecordedContexts
-from .state import Binding, Call, CallRecord, Run, session_label
+from .state import Binding, Call, CallRecord, GoLive, Run, session_label
 from .tokens import TOKEN_MARKER, resolve_session_tokens
 
 _MARKER_BYTES = MARKER.encode()
@@ -54,7 +57,7 @@ def bind_call(
     session claim the script whose first call it matches.
     """
     if contexts is not None and messages is not None:
-        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages))
+        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages, dialect))
     else:
         live = None
     binding = run.bindings.get(session_id)
@@ -77,8 +80,11 @@ def bind_call(
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
-                                      messages))
-            raise err
+                                      messages, dialect=dialect))
+            try:
+                raise err
+            finally:  # the error's traceback holds this frame: no cycle through the local
+                del err
         binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
         if session_id is not None:
@@ -104,19 +110,25 @@ def bind_call(
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retried, dialect, bound_by=binding.rule)
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retried, messages,
-                                 binding.script_index, binding.cursor))
+                                 binding.script_index, binding.cursor, dialect=dialect))
         err2.script_index = binding.script_index
-        raise err2
+        try:
+            raise err2
+        finally:  # as above: no cycle keeping the messages until the collector runs
+            del err2
     call_index = binding.cursor
+    if run.go_live is not None and dialect in run.overflow:
+        _maybe_go_live(run.go_live, binding, call_index, length, live, contexts, session_id,
+                       run.name)
     binding.cursor += 1
     if len(scripts) > 1:
         note_announcements(run, len(scripts), messages)
     scripted: ScriptEntry = script.entries[call_index]
     call_id = next(ids)
-    record = CallRecord(
+    record = _kept(CallRecord(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
-        messages, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
-    )
+        None, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
+    ), messages)
     if live is not None and contexts is not None:
         _compare(binding, record, live, contexts, retry)
     _journal(run, record, emit)
@@ -145,7 +157,25 @@ def _retries_failure(binding: Binding, live: Context | None) -> bool:
     client library's retry the server sees without a retry header)."""
     previous = binding.last_live
     return (binding.last_failed and live is not None and previous is not None
-            and same_content(live, previous))
+            and same_content(kept_live(live), previous))
+
+
+def _maybe_go_live(go_live: GoLive, binding: Binding, call_index: int, length: int,
+                   live: Context | None, contexts: RecordedContexts | None,
+                   session_id: str | None, run: str) -> None:
+    """Raise GoneLiveError when ``go_live`` sends this call upstream: the session's cursor then
+    stands past its script, so every later call of it overflows upstream too."""
+    recorded = contexts.at(binding.script_index, call_index) if contexts is not None else None
+    found = divergence(live, recorded) if live is not None and recorded is not None else None
+    if not go_live(binding.script_index, call_index, found):
+        return
+    binding.cursor = length
+    binding.live_from = call_index
+    err = GoneLiveError(f"the session goes live from call #{call_index} "
+                        f"[{session_label(session_id)}, script {binding.script_index}, run {run}]")
+    err.script_index = binding.script_index
+    err.call_index = call_index
+    raise err
 
 
 def _compare(binding: Binding, record: CallRecord, live: Context, contexts: RecordedContexts,
@@ -158,14 +188,26 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
         record.divergence = divergence(live, recorded)
         if record.divergence is not None:
             binding.diverged.append((ci, record.divergence))
+    kept = kept_live(live)
     record.retry_detected = _retries_failure(binding, live)
     if retry or record.retry_detected:
         before = contexts.at(si, ci - 1) if ci > 0 else None
         in_recording = recorded is not None and before is not None \
             and same_content(recorded, before)
         binding.retries.append((ci, in_recording))
-    binding.last_live = live
+    binding.last_live = kept
     binding.last_failed = False
+
+
+def kept_live(live: Context) -> Context:
+    """A request's new content as its binding keeps it until the next call (to see a retry):
+    texts longer than ``EXCERPT_TEXT`` by their digest, so a session holds no 25 MB text.
+    An SDK's retry resends the same bytes, which the digest tells apart."""
+    if all(len(item.text) <= EXCERPT_TEXT for item in live):
+        return live
+    return tuple(item if len(item.text) <= EXCERPT_TEXT else ContextItem(
+        item.role, "sha256 " + hashlib.sha256(item.text.encode("utf-8", "surrogatepass"))
+        .hexdigest(), item.call_id) for item in live)
 
 
 def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None]) -> None:
@@ -174,6 +216,16 @@ def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None
         if run.dropped == 1:
             emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
     run.journal.append(record)
+
+
+def _kept(record: CallRecord, messages: Any) -> CallRecord:
+    """``record`` holding what the journal keeps of ``messages``: a bounded excerpt and the
+    digest of the whole (a run keeps its calls as long as it lives)."""
+    if messages is not None:
+        kept = excerpt(messages)
+        record.messages, record.messages_cut = kept.value, kept.cut
+        record.messages_digest, record.messages_bytes = kept.digest, kept.size
+    return record
 
 
 REFUSALS_KEPT = 1_000
@@ -185,10 +237,10 @@ def _refuse(run: Run, ids: Iterator[int], err: BindingError, session_id: str | N
             retry: bool, dialect: str | None, *, bound_by: str | None = None) -> None:
     """Journal a call the engine refused (409) and keep it for the verdict."""
     now = time.time()
-    record = CallRecord(next(ids), run.name, session_id, script_index, call_index, "refused",
-                        messages, model, now, outcome="refused", code=err.code,
-                        message=err.message, ended_at=now, retry=retry, dialect=dialect,
-                        bound_by=bound_by)
+    record = _kept(CallRecord(next(ids), run.name, session_id, script_index, call_index,
+                              "refused", None, model, now, outcome="refused", code=err.code,
+                              message=err.message, ended_at=now, retry=retry, dialect=dialect,
+                              bound_by=bound_by), messages)
     _journal(run, record, lambda event: None)
     if len(run.refused) < REFUSALS_KEPT:
         run.refused.append(record)

@@ -121,6 +121,8 @@ class BindingFailed(SessionEvent):
     """The script the session is bound to (None: it arrived from an unrecorded session)."""
     call_index: int | None = None
     """The call number the session asked for, from 0 (None: an unrecorded session)."""
+    dialect: str | None = None
+    """The wire the refused request arrived on (how its messages are read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,9 @@ class RunReset(EngineEvent):
 @dataclass(frozen=True, slots=True)
 class RunForgotten(EngineEvent):
     """The run was deleted: its bindings, cursors and journal are gone."""
+
+    evicted: bool = False
+    """The engine let it go itself: the least recently used finished run past its run limit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,8 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
         scripts = engine.scripts
         total = len(scripts[script].entries) if script < len(scripts) else 0
         name = "anonymous" if session is None else session
-        return printable(f"{prefix}session {name} script {script} call {call + 1}/{total}")
+        # numbered from 0, as the debugger and the verdict number calls
+        return printable(f"{prefix}session {name} script {script} call #{call} of {total}")
 
     retries: set[int] = set()
 

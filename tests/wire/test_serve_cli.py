@@ -56,8 +56,8 @@ def test_serve_subprocess_driven_by_the_sdk_then_sigterm(tmp_path: Path, samples
                                 "(turn/step 1/1): user message 1: recorded 'What files are in "
                                 "the workspace? Then say hello.', live 'hi'"]
     assert err.splitlines() == [
-        "session agent-1 script 0 call 1/2: finished (10 chunks)",
-        "session agent-1 script 0 call 2/2: finished (6 chunks)",
+        "session agent-1 script 0 call #0 of 2: finished (10 chunks)",
+        "session agent-1 script 0 call #1 of 2: finished (6 chunks)",
     ]
 
 

@@ -83,6 +83,10 @@ class RecordMode:
         self.log(report_text(report))
         if report.problem:
             self.log(Text(f"warning: {report.problem}", style="bold yellow"))
+        if not report.reached:
+            self.log(Text(f"warning: nothing reached {self.upstream}: it did not answer (check "
+                          "the --upstream URL and that it is up); the call is recorded as the "
+                          "502 the agent got", style="bold yellow"))
         self.changed()
 
     def _failed(self, error: ReplayError) -> None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .engine import (
         DEFAULT_JOURNAL_LIMIT,
         DEFAULT_RUN,
+        HANG_PREFIX,
         BindingState,
         BindMode,
         CallHandle,
@@ -157,6 +158,7 @@ _LAZY: dict[str, str] = {
     "StagedScripts": "engine",
     "BindMode": "engine",
     "DEFAULT_RUN": "engine",
+    "HANG_PREFIX": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
     "CallRecord": "engine",
@@ -296,6 +298,7 @@ __all__ = [
     "DEFAULT_JOURNAL_LIMIT",
     "StagedScripts",
     "DEFAULT_RUN",
+    "HANG_PREFIX",
     "EXIT_FAILED",
     "BindMode",
     "EXIT_NOT_CONSUMED",

@@ -194,6 +194,8 @@ class Forward:
         try:
             response = self.response = await self.client.send(self.outgoing, stream=True)
         except httpx.HTTPError as exc:
+            if self.call is not None:
+                self.call.reached = False
             await self._refuse(send, self.redact(f"the upstream {self.upstream} did not answer "
                                                  f"({describe(exc)})"),
                                code_for_status(UNREACHABLE_STATUS))

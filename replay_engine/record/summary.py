@@ -22,6 +22,11 @@ def recording_summary(recording: Recording) -> list[str]:
     logs = ", ".join(log.path.name for log in recorder.sessions.values()) or "no logs"
     lines = [f"recorded {len(recording.reports)} call(s) of {len(recorder.sessions)} session(s) "
              f"into {recording.directory} ({logs})"]
+    unreached = sum(1 for report in recording.reports if not report.reached)
+    if unreached:
+        lines.append(f"{unreached} of them never reached the upstream: it did not answer "
+                     "(check the --upstream URL and that it is up); each is recorded as the "
+                     "502 the agent got, not as anything the provider said")
     if recorder.dropped:
         lines.append(f"{len(recorder.dropped)} call(s) still streaming at stop were not recorded")
     if recorder.primary_failed:

@@ -360,7 +360,7 @@ class ScenarioRecorder:
             finish = str(reason.get("kind")) if isinstance(reason, dict) else "stop"
         report = CallReport(log.session, log.path.name, index, call.key, len(call.timed), finish,
                             failure[1] if failure else None, failure[0] if failure else None,
-                            problem)
+                            problem, reached=call.reached)
         self.reports.append(report)
         for listener in self.listeners:
             listener(report)

@@ -41,7 +41,6 @@ def _nothing() -> None:
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
 """Overrides the debugger command (split like a shell would; the scenario, ``--port 0
 --url-file F --verdict-file V`` and the test's flags are appended)."""
-DEBUGGER_START_SECONDS = 60.0
 
 
 class LoopThread:
@@ -271,10 +270,13 @@ def debugger_base_command() -> list[str]:
 
 
 def debugger_flags(mode: StepMode, breaks: Sequence[tuple[int, int]], *, strict: bool,
-                   bind: BindMode) -> list[str]:
+                   bind: BindMode, ready_dir: Path | None = None) -> list[str]:
     """The debugger's flags for a test: its start mode and breakpoints (``run`` and none are
-    the debugger's defaults, left out), ``--strict`` and ``--bind`` as the test replays."""
+    the debugger's defaults, left out), ``--strict``, ``--bind`` and ``--ready-dir`` as the
+    test replays."""
     flags = [] if mode == "run" else ["--mode", mode]
+    if ready_dir is not None:
+        flags += ["--ready-dir", str(ready_dir)]
     for script, call in breaks:
         flags += ["--break", f"{script}:{call}"]
     if strict:
@@ -302,9 +304,11 @@ class Debugger:
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
 
-    def wait_for_url(self, timeout: float = DEBUGGER_START_SECONDS) -> str:
-        """The debugger's base URL, once its URL file appears (it writes it atomically)."""
-        deadline = time.monotonic() + timeout
+    def wait_for_url(self, timeout: float | None = None) -> str:
+        """The debugger's base URL, once its URL file appears (it writes it atomically, once
+        the scenario loaded: while the user fixes one that does not, this waits; None: as
+        long as the debugger runs)."""
+        deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
         while True:
             if self.url_file.is_file():
                 text = self.url_file.read_text(encoding="utf-8").strip()

@@ -111,11 +111,15 @@ if TYPE_CHECKING:
         check_upstream as check_upstream,
         record_scenario as record_scenario,
     )
+    from .record.redact import (
+        shown_url as shown_url,
+    )
     from .record.repair import (
         RepairSession as RepairSession,
     )
     from .record.summary import (
         recording_summary as recording_summary,
+        report_warnings as report_warnings,
     )
     from .review import (
         CallDiff as CallDiff,

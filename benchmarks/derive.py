@@ -173,7 +173,8 @@ def corpus_shape(mb: int, reps: int) -> None:
 
 
 def v4_shape(mb: int, reps: int) -> None:
-    """The current generation: settlements with their streams (SPEC 2b), same measurements."""
+    """The current generation: settlements with their streams (docs/format.md#generations), same
+    measurements."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     from conftest import conformance_gen_dir  # the tests' lookup of ../shared/conformance-gen
 

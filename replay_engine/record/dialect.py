@@ -2,7 +2,7 @@
 
 A :class:`RecordDialect` names its model-call routes, reads a request's conversation
 (:class:`RequestMessage` per message) and turns the upstream's answer back into recorded
-chunks exactly as a client of that wire rebuilds them (SPEC 9): ``rebuilder()`` folds
+chunks exactly as a client of that wire rebuilds them (docs/format.md#recording): ``rebuilder()`` folds
 server-sent events as they arrive, ``completion_chunks`` reads a ``stream: false`` answer.
 One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``, ``gemini``)
 mirrors ``replay_engine/wire``; ``dialects`` lists them. The proxy knows none of their formats;

@@ -143,7 +143,7 @@ def _chunk_value(chunk: Any, raw: bytes) -> Any:
 def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_seed: bool,
                 generation: int = 0, warnings: list[str] | None = None) -> LogRead:
     """Read a v0/v1 log's lines (split on b"\\n"): the header is the first non-blank line, a
-    child (``use_seed``) is fed from its ``seedLength`` on (SPEC 3)."""
+    child (``use_seed``) is fed from its ``seedLength`` on (docs/format.md#deriving-scripts)."""
     header: Any = None
     fields: dict[str, Any] | None = None
     sink = Sink(feed)

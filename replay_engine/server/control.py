@@ -1,5 +1,6 @@
-"""The control routes (SPEC 8.3), the provider catalog (SPEC 7, 8.1) and the served responses
-(SPEC 8.5): everything a harness, the debugger or an agent asks the server that is not a
+"""The control routes (docs/format.md#wire-control), the provider catalog (docs/format.md#provider-catalog,
+#wire-openai-chat) and the served responses (docs/format.md#wire-responses): everything a harness, the
+#debugger or an agent asks the server that is not a
 model call."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demo agent's Gemini wire: one streamed call through google-genai (SPEC 8.6).
+"""The demo agent's Gemini wire: one streamed call through google-genai (docs/format.md#wire-gemini).
 
 ``gemini_contents`` turns the demo's chat-completions history into Gemini ``contents`` (model
 turns with ``functionCall`` parts, tool results as ``functionResponse`` parts of a user turn);

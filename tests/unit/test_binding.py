@@ -1,4 +1,4 @@
-"""SPEC section 5: binding live session keys to scripts, cursors, and assert_consumed."""
+"""docs/format.md#binding: binding live session keys to scripts, cursors, and assert_consumed."""
 
 from __future__ import annotations
 
@@ -87,7 +87,8 @@ async def test_no_scripts_at_all() -> None:
     with pytest.raises(UnrecordedSessionError) as caught:
         engine.open_call(None)
     assert "(#1); the scenario recorded only 0 session(s)" in caught.value.message
-    assert engine.consumed_problems() == []  # SPEC 5's check alone knows nothing of refusals
+    # the binding check alone (docs/format.md#binding) knows nothing of refusals
+    assert engine.consumed_problems() == []
     with pytest.raises(NotConsumedError, match="refused with UNRECORDED_SESSION"):
         engine.assert_consumed()
     [refused] = engine.journal()

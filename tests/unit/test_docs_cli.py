@@ -118,3 +118,19 @@ def test_every_error_code_has_a_troubleshooting_entry() -> None:
 def test_every_public_name_is_in_the_api_page() -> None:
     page = (DOCS / "api.md").read_text(encoding="utf-8")
     assert [name for name in replay_engine.__all__ if f"`{name}`" not in page] == []
+
+
+def test_every_format_citation_in_the_code_has_its_anchor() -> None:
+    """The code cites the scenario format as ``docs/format.md#<anchor>`` (and further anchors
+    in the same citation); each must be an anchor of docs/format.md."""
+    page = (DOCS / "format.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r"\{#([a-z0-9-]+)\}", page))
+    cited: dict[str, str] = {}
+    for folder in ("replay_engine", "app", "tests", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            for match in re.finditer(r"docs/format\.md:?((?:[#, ]|and|to|\n\s*)*#[a-z0-9-]+)+", text):
+                for anchor in re.findall(r"#([a-z0-9-]+)", match.group(0)):
+                    cited.setdefault(anchor, str(path.relative_to(ROOT)))
+    assert len(cited) >= 20
+    assert {anchor: where for anchor, where in cited.items() if anchor not in anchors} == {}

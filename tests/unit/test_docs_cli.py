@@ -134,3 +134,42 @@ def test_every_format_citation_in_the_code_has_its_anchor() -> None:
                     cited.setdefault(anchor, str(path.relative_to(ROOT)))
     assert len(cited) >= 20
     assert {anchor: where for anchor, where in cited.items() if anchor not in anchors} == {}
+
+
+def _long_paragraphs(text: str) -> list[tuple[int, int]]:
+    """(first line, length) of each paragraph or list item over ten lines, code blocks aside."""
+    found, in_code, run, start = [], False, 0, 0
+    for number, line in enumerate([*text.split("\n"), ""], 1):
+        if line.startswith("```"):
+            in_code, run = not in_code, 0
+            continue
+        if in_code:
+            continue
+        stripped = line.strip()
+        item = stripped.startswith(("- ", "* ")) or re.match(r"\d+\. ", stripped) is not None
+        if stripped == "" or item or stripped.startswith(("|", "#", "<!--", "![")):
+            if run > 10:
+                found.append((start, run))
+            run, start = (1, number) if item else (0, number)
+            continue
+        if run == 0:
+            start = number
+        run += 1
+    return found
+
+
+def test_no_paragraph_of_the_docs_is_over_ten_lines() -> None:
+    assert _long_paragraphs("a\n" * 11) == [(1, 11)]
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
+    long = {page.name: _long_paragraphs(page.read_text(encoding="utf-8")) for page in pages}
+    assert {name: found for name, found in long.items() if found} == {}
+
+
+def test_the_readme_is_a_first_page() -> None:
+    """Under 200 lines, the two set-up commands first, and a link to every page of the docs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 200
+    assert readme.split("\n")[2:6] == [
+        "```sh", "python3 -m pip install -e '.[dev]' && dsh-replay-tui sample_scenarios/basic-chat",
+        "python3 -m pytest", "```"]
+    assert [page.name for page in sorted(DOCS.glob("*.md")) if f"(docs/{page.name})" not in readme] == []

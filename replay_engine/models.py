@@ -169,7 +169,7 @@ AnyEntry = ChunksEntry | ThrowEntry | HangEntry
 
 
 def entry_to_json(entry: AnyEntry) -> dict[str, Any]:
-    """The docs/format.md#override-sidecar JSON form of an entry (exact keys, chunks untouched)."""
+    """The JSON form of an entry (docs/format.md#override-sidecar: exact keys, chunks untouched)."""
     if isinstance(entry, ChunksEntry):
         return {"kind": "chunks", "chunks": entry.chunks}
     if isinstance(entry, ThrowEntry):

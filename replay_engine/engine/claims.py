@@ -22,8 +22,8 @@ _NEEDLE = "started subagent "
 
 BindRule = Literal["announced", "content", "order"]
 BindMode = Literal["content", "order"]
-"""``content`` (default): announced, then by content, then by order; ``order``: docs/format.md#binding
-alone."""
+"""``content`` (default): announced, then by content, then by order; ``order``: first-call order
+alone (docs/format.md#binding)."""
 
 
 def _string_leaves(value: Any) -> Iterator[str]:

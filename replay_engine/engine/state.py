@@ -206,7 +206,7 @@ class BindingState:
     ready_file: str | None
     aborted: tuple[int, ...] = ()
     """Indices of the session's calls aborted by ``cancel`` before their last chunk (the
-    cursor still counts them: docs/format.md#binding advances at call time)."""
+    cursor still counts them: it advances at call time, docs/format.md#binding)."""
     diverged: tuple[int, ...] = ()
     """Indices of the session's calls whose request left the recording."""
     rule: str = "order"

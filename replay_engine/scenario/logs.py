@@ -124,8 +124,8 @@ def too_deep_line_error(file: str | None, line: int) -> LogParseError:
 
 
 def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
-    """The header's fields from a decoded first line (docs/format.md#session-logs defaults), as keywords of
-    ``SessionHeader``; kept apart so that checking a log needs no models."""
+    """The header's fields from a decoded first line (the defaults of docs/format.md#session-logs),
+    as keywords of ``SessionHeader``; kept apart so that checking a log needs no models."""
     if value is None:
         raise LogParseError(
             f"{_where(file, line)}: the header line is null; the first line of a session log "
@@ -153,7 +153,7 @@ def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
 
 
 def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
-    """Build the header from a decoded first line (docs/format.md#session-logs defaults)."""
+    """Build the header from a decoded first line (the defaults of docs/format.md#session-logs)."""
     from ..models import SessionHeader
 
     return SessionHeader(**header_fields(value, file, line))
@@ -162,7 +162,7 @@ def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
 def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
     return LogParseError(
         f"{_where(file, line)}: malformed packed chunk row: {what}. Packed rows must be "
-        '{"type","seq0","time0","data"} exactly as docs/format.md#session-logs describes (a projected log '
+        '{"type","seq0","time0","data"} exactly as docs/format.md#packed-rows describes (a projected log '
         "may leave seq0 and time0 out); re-record or unpack this row.",
         file=file,
         line=line,

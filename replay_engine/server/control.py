@@ -1,7 +1,6 @@
-"""The control routes (docs/format.md#wire-control), the provider catalog (docs/format.md#provider-catalog,
-#wire-openai-chat) and the served responses (docs/format.md#wire-responses): everything a harness, the
-#debugger or an agent asks the server that is not a
-model call."""
+"""The control routes, the provider catalog and the served responses: everything a harness, the
+debugger or an agent asks the server that is not a model call (docs/format.md#wire-control,
+#provider-catalog, #wire-openai-chat and #wire-responses)."""
 
 from __future__ import annotations
 

@@ -49,9 +49,9 @@ FINISH_REASONS: dict[str, dict[str, str]] = {
                   "max-tokens": "incomplete (max_output_tokens)"},
     "gemini": GEMINI_FINISH,
 }
-"""Per dialect, recorded finish kinds and what the SDK reports for them (docs/format.md:
-#wire-openai-chat, #wire-anthropic, #wire-responses):
-``finish_reason``, ``stop_reason``, the final response's status, or ``finishReason``."""
+"""Per dialect, recorded finish kinds and what the SDK reports for them: ``finish_reason``,
+``stop_reason``, the final response's status, or ``finishReason`` (docs/format.md#wire-openai-chat,
+#wire-anthropic, #wire-responses, #wire-gemini)."""
 
 
 @dataclass(frozen=True, slots=True)

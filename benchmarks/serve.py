@@ -1,6 +1,8 @@
 """Benchmark: the replay server against a trivial asyncio SSE endpoint, in the same run.
 
-Run by hand: ``python3 benchmarks/serve.py [--chunks 100000] [--sessions 50] [--each 2000]``.
+Run by hand: ``python3 benchmarks/serve.py [--chunks 100000] [--sessions 50] [--each 2000]``;
+``python3 benchmarks/serve.py --reload-mb 15`` instead measures how long a stream in flight
+is held while ``POST /replay/v1/reload`` reloads a generated scenario of that many MB.
 A child process serves both endpoints on one event loop (uvloop when installed, as
 ``dsh-replay serve`` does); this process drives them with a raw socket client.
 
@@ -28,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from replay_engine import ChunksEntry, ReplayEngine, ScriptEntry, SessionScript  # noqa: E402
-from replay_engine.server import ReplayServer  # noqa: E402
+from replay_engine.server import ReplayServer, serve_scenario  # noqa: E402
 from replay_engine.wire.openai_chat import ChatStreamEncoder  # noqa: E402
 
 YIELD_EVERY = 64
@@ -201,6 +203,81 @@ def _drive(urls: dict[str, str], single: int, sessions: int, each: int, reps: in
           f"{worst:.1f} ms)")
 
 
+RELOAD_PACE_MS = 5
+
+
+async def _serve_reload_child(directory: str) -> None:
+    async with serve_scenario(directory, pace_ms=RELOAD_PACE_MS) as server:
+        gc.freeze()  # as ``dsh-replay serve`` does once the scenario is loaded
+        print(json.dumps({"replay": server.url}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+def _reload_gaps(url: str, reload_after: float) -> tuple[float, float, float]:
+    """Stream the primary's first call (paced) and reload while it streams: the longest gap
+    between two chunks before the reload, the longest one while it ran, and its duration."""
+    import threading
+
+    import httpx
+
+    times: list[float] = []
+    window: list[float] = []
+
+    def reload() -> None:
+        window.append(time.perf_counter())
+        answer = httpx.post(url + "/replay/v1/reload", timeout=60)
+        window.append(time.perf_counter())
+        assert answer.status_code == 200, answer.text
+
+    timer = threading.Timer(reload_after, reload)
+    with httpx.stream("POST", url + "/v1/chat/completions", timeout=60,
+                      json={"messages": [], "stream": True}) as stream:
+        timer.start()
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                times.append(time.perf_counter())
+    timer.join()
+    start, end = window
+    gaps = [(b - a, b) for a, b in zip(times, times[1:], strict=False)]
+    before = max((g for g, at in gaps if at < start), default=0.0)
+    during = max((g for g, at in gaps if start <= at <= end + 0.05), default=0.0)
+    return before, during, end - start
+
+
+def _drive_reload(megabytes: int, reps: int) -> None:
+    from gen import ensure_log
+
+    directory = HERE / "_data" / f"reload-{megabytes}mb"
+    log = ensure_log(directory / "session.jsonl", megabytes * 1_000_000)
+    child = subprocess.Popen([sys.executable, __file__, "--child-reload", str(directory)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdin is not None
+    url = json.loads(child.stdout.readline())["replay"]
+    try:
+        runs = []
+        for _ in range(reps):
+            httpx_reset(url)
+            runs.append(_reload_gaps(url, 0.3))
+        before = statistics.median(r[0] for r in runs)
+        during = statistics.median(r[1] for r in runs)
+        took = statistics.median(r[2] for r in runs)
+        print(f"reload of {log.stat().st_size / 1e6:.1f} MB while a stream is paced at "
+              f"{RELOAD_PACE_MS} ms a chunk (median of {reps}):")
+        print(f"  reload took {took * 1000:.0f} ms; longest gap between chunks: before it "
+              f"{before * 1000:.1f} ms, during it {during * 1000:.1f} ms "
+              f"(stall {during / max(before, 1e-9):.1f}x the paced gap)")
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def httpx_reset(url: str) -> None:
+    """Forget the default run's bindings, so its first call streams again."""
+    import httpx
+
+    httpx.post(url + "/replay/v1/reset", timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -208,14 +285,24 @@ def main() -> None:
     parser.add_argument("--each", type=int, default=2_000)
     parser.add_argument("--reps", type=int, default=5, help="repetitions (the median is shown)")
     parser.add_argument("--no-freeze", action="store_true", help="skip gc.freeze() in the server")
+    parser.add_argument("--reload-mb", type=int, default=0,
+                        help="measure the stall of a reload of a scenario this size instead")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-reload", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.reload_mb:
+        _drive_reload(args.reload_mb, args.reps)
+        return
     try:
         import uvloop
 
         factory: Any = uvloop.new_event_loop
     except ImportError:
         factory = None
+    if args.child_reload:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(_serve_reload_child(args.child_reload))
+        return
     if args.child:
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(_serve_child(args.chunks, args.sessions, args.each, not args.no_freeze))

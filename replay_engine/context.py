@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunkshape import ends_in_error_finish
+from .excerpt import texts_match
 from .models import ChunksEntry, ScriptEntry, SessionScript
 
 CONTEXT_TYPES = {"user/message": "user", "tool/result": "tool"}
@@ -352,7 +353,8 @@ DiffRow = tuple[str, "ContextItem | None", "ContextItem | None"]
 def diff_context(live: Iterable[ContextItem], recorded: Iterable[ContextItem]) -> list[DiffRow]:
     """Pair live and recorded messages in order.
 
-    Marks: ``=`` same text, ``≠`` different, ``+`` only live, ``-`` only recorded.
+    Marks: ``=`` same text, ``≠`` different, ``+`` only live, ``-`` only recorded. A live
+    text the journal cut matches by the whole text's digest (``texts_match``).
     """
     a, b = list(live), list(recorded)
     rows: list[DiffRow] = []
@@ -364,7 +366,7 @@ def diff_context(live: Iterable[ContextItem], recorded: Iterable[ContextItem]) -
         elif y is None:
             mark = "+"
         else:
-            mark = "=" if " ".join(x.text.split()) == " ".join(y.text.split()) else "≠"
+            mark = "=" if texts_match(x.text, y.text) else "≠"
         rows.append((mark, x, y))
     return rows
 

@@ -8,8 +8,10 @@ because they come from already-parsed logs and sit on the hot path.
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -81,17 +83,37 @@ def _check_text(value: object) -> str:
     return value
 
 
+_UNSAFE_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters and bidirectional formatting characters: a name holding one prints as
+another name (a newline splits a log line, U+202E shows ``txt.exe`` as ``exe.txt``)."""
+
+
 def ready_file_problem(name: str) -> str | None:
-    """Why ``name`` can never be a readyFile path (a NUL byte, a character no file name of this
-    system encodes), or None."""
+    """Why ``name`` is no readyFile name, or None: the one rule of the sidecar check,
+    ``validate``, the override editor and serving. A readyFile is a plain relative name
+    inside the ready directory: no NUL, control or bidirectional formatting character, no
+    character this system's file names cannot encode, not absolute, no ``..``."""
     if "\x00" in name:
         return ("holds a NUL byte (\\x00), which no file name can hold; give a plain relative "
                 "file name")
+    unsafe = _UNSAFE_IN_NAMES.search(name)
+    if unsafe is not None:
+        char = unsafe.group()
+        kind = "a control" if char <= "\x9f" else "a bidirectional formatting"
+        return (f"holds {kind} character (U+{ord(char):04X} at character {unsafe.start() + 1}), "
+                "which would print as another name; give a plain relative file name")
     try:
         os.fsencode(name)
     except UnicodeEncodeError as exc:
         return (f"holds {exc.object[exc.start:exc.end]!r}, which no file name of this system can "
                 "encode (a lone surrogate?); give a plain relative file name")
+    pure = PurePosixPath(name)
+    if pure.is_absolute():
+        return ("is an absolute path; give a plain relative file name, created inside the ready "
+                "directory (--ready-dir)")
+    if ".." in pure.parts:
+        return ("contains '..'; give a plain relative file name, created inside the ready "
+                "directory (--ready-dir)")
     return None
 
 

@@ -68,6 +68,9 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
         return Text(f"binding failed {event.code}: {event.message}{retry}", style="bold red")
     if isinstance(event, ev.RunReset):
         return Text(f"run {event.run} reset: bindings and cursors forgotten", style="bold")
+    if isinstance(event, ev.RunForgotten) and event.evicted:
+        return Text(f"run {event.run} evicted: the least recently used finished run past the "
+                    "run limit", style="dim")
     if isinstance(event, ev.RunForgotten):
         return Text(f"run {event.run} deleted: bindings, cursors and journal dropped", style="bold")
     if isinstance(event, ev.JournalTrimmed):

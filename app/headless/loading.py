@@ -22,6 +22,7 @@ from replay_engine import (
     Scenario,
     ScenarioNotFoundError,
     SidecarError,
+    StagedScripts,
     fingerprint,
     load_scenario,
 )
@@ -203,12 +204,13 @@ class ScenarioLoader:
                               f"({type(exc).__name__}: {exc}); please report this with the "
                               "scenario.", code="INTERNAL") from exc
 
-    def _apply(self, scenario: Scenario, initial: bool) -> None:
+    def _apply(self, scenario: Scenario, initial: bool,
+               staged: StagedScripts | None = None) -> None:
         state = self.state
         old = state.scenario
         state.scenario = scenario
         state.load_error = None
-        changes = state.engine.reload(scenario.scripts)
+        changes = state.engine.reload(staged if staged is not None else scenario.scripts)
         # The scripts live as long as the load: keep their millions of objects out of the
         # cyclic collector, whose full passes over them would stall the screen for hundreds
         # of ms while sessions stream (reference counting still frees them after a reload).
@@ -222,8 +224,9 @@ class ScenarioLoader:
             self.view.log_line(describe_changes(changes, state.names()))
         self.view.request_flush()
 
-    def reload_from_api(self) -> Scenario:
+    async def reload_from_api(self) -> Scenario:
         """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
+        The scenario loads in a worker thread and is swapped in at once: streams go on.
 
         Refused (RELOAD_DEFERRED) while an override editor holds unsaved changes."""
         if self.guard.has_unsaved_changes():
@@ -231,13 +234,19 @@ class ScenarioLoader:
             raise ReplayError("the override editor of dsh-replay-tui has unsaved changes; the "
                               "scenario reloads when the editor is saved or closed.",
                               code="RELOAD_DEFERRED")
-        try:
-            scenario = self._read_scenario()
-        except ReplayError as exc:
-            self._load_failed(exc, False)
-            raise
-        self._apply(scenario, False)
+        async with self._lock:
+            try:
+                scenario, staged = await asyncio.to_thread(self._read_staged)
+            except ReplayError as exc:
+                self._load_failed(exc, False)
+                raise
+            self._apply(scenario, False, staged)
         return scenario
+
+    def _read_staged(self) -> tuple[Scenario, StagedScripts]:
+        """``_read_scenario`` and the engine's staging of its scripts (in a worker thread)."""
+        scenario = self._read_scenario()
+        return scenario, self.state.engine.stage(scenario.scripts)
 
     def _load_failed(self, error: ReplayError, initial: bool) -> None:
         self.state.load_error = error

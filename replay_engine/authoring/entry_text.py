@@ -7,16 +7,13 @@ already parsed as JSON to where that value starts.
 
 from __future__ import annotations
 
-import bisect
 import json
-import json.decoder
-import re
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import EntryProblem, EntryTextError, SidecarError
 from ..jsonlimits import (
     DEPTH_PROBLEM,
+    MAX_JSON_DEPTH,
     NonFiniteNumber,
     finite_float,
     finite_int,
@@ -24,74 +21,13 @@ from ..jsonlimits import (
     non_finite_problem,
     too_deep,
 )
+from ..jsonlocate import JsonPath as JsonPath
+from ..jsonlocate import TextLocator as TextLocator
+from ..jsonlocate import deep_at, line_column, render_path
+from ..jsonlocate import parse_location as parse_location
+from ..jsonlocate import value_offsets as value_offsets
 from ..models import AnyEntry
 from ..scenario.sidecar import validate_entry
-
-scanstring: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
-
-_WS = re.compile(r"[ \t\n\r]*")
-_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
-
-JsonPath = tuple[int | str, ...]
-
-
-def value_offsets(text: str) -> dict[JsonPath, int]:
-    """Offset of every value in ``text`` keyed by its path (the root is ``()``)."""
-    out: dict[JsonPath, int] = {}
-    _value(text, _WS.match(text, 0).end(), (), out)  # type: ignore[union-attr]
-    return out
-
-
-def _skip(text: str, pos: int) -> int:
-    return _WS.match(text, pos).end()  # type: ignore[union-attr]
-
-
-def _value(text: str, pos: int, path: JsonPath, out: dict[JsonPath, int]) -> int:
-    out[path] = pos
-    char = text[pos : pos + 1]
-    if char == "{":
-        pos = _skip(text, pos + 1)
-        if text[pos : pos + 1] == "}":
-            return pos + 1
-        while True:
-            key, pos = scanstring(text, pos + 1)
-            pos = _skip(text, pos)  # at ':'
-            pos = _value(text, _skip(text, pos + 1), (*path, key), out)
-            pos = _skip(text, pos)
-            if text[pos : pos + 1] == ",":
-                pos = _skip(text, pos + 1)
-                continue
-            return pos + 1
-    if char == "[":
-        pos = _skip(text, pos + 1)
-        if text[pos : pos + 1] == "]":
-            return pos + 1
-        index = 0
-        while True:
-            pos = _skip(text, _value(text, pos, (*path, index), out))
-            index += 1
-            if text[pos : pos + 1] == ",":
-                pos = _skip(text, pos + 1)
-                continue
-            return pos + 1
-    if char == '"':
-        return scanstring(text, pos + 1)[1]
-    match = _SCALAR.match(text, pos)
-    return match.end() if match else pos + 1
-
-
-_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([0-9]+)\]")
-
-
-def parse_location(location: str) -> JsonPath:
-    """``entry.chunks[3].type`` (a sidecar error location, minus its first word) as a path."""
-    path: list[int | str] = []
-    for match in _SEGMENT.finditer(location):
-        if match.group(2) is not None:
-            path.append(int(match.group(2)))
-        else:
-            path.append(match.group(1))
-    return tuple(path)
 
 
 def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
@@ -99,38 +35,23 @@ def locate(text: str, path: JsonPath) -> tuple[int, int] | None:
     return TextLocator(text).locate(path)
 
 
-class TextLocator:
-    """Locates many paths in one text: its values and line starts are scanned once."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.offsets: dict[JsonPath, int] | None = None
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def locate(self, path: JsonPath) -> tuple[int, int] | None:
-        if self.offsets is None:
-            try:
-                self.offsets = value_offsets(self.text)
-            except (ValueError, IndexError):
-                self.offsets = {}
-        while True:
-            if path in self.offsets:
-                offset = self.offsets[path]
-                line = bisect.bisect_right(self.line_starts, offset)
-                return line, offset - self.line_starts[line - 1] + 1
-            if not path:
-                return None
-            path = path[:-1]
-
-
 def _reject_constant(name: str) -> Any:
     raise NonFiniteNumber(name)
+
+
+def _too_deep(text: str) -> EntryProblem:
+    """The depth problem, at the first array or object past the limit."""
+    found = deep_at(text, MAX_JSON_DEPTH)
+    if found is None:
+        return EntryProblem("", 1, 1, DEPTH_PROBLEM)
+    line, column = line_column(text, found[0])
+    return EntryProblem(render_path(found[1]), line, column, DEPTH_PROBLEM)
 
 
 def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
     """An entry from JSON text: a list of chunks (a ``chunks`` entry) or a whole entry object."""
     if too_deep(text):
-        raise EntryTextError(source, [EntryProblem("", 1, 1, DEPTH_PROBLEM)])
+        raise EntryTextError(source, [_too_deep(text)])
     try:
         doc = json.loads(text, parse_constant=_reject_constant, parse_float=finite_float,
                          parse_int=finite_int)
@@ -139,7 +60,7 @@ def parse_entry_text(text: str, source: str = "entry") -> AnyEntry:
             source, [EntryProblem("", exc.lineno, exc.colno, f"not valid JSON ({exc.msg})")]
         ) from None
     except RecursionError:
-        raise EntryTextError(source, [EntryProblem("", 1, 1, DEPTH_PROBLEM)]) from None
+        raise EntryTextError(source, [_too_deep(text)]) from None
     except NonFiniteNumber as exc:
         line = line_of(text, exc.literal)
         raise EntryTextError(source, [EntryProblem(

@@ -15,30 +15,15 @@ from pathlib import Path
 
 from ..errors import EntryProblem, ReplayError, SidecarError
 from ..files import Rename
+from ..jsonlocate import line_column
 from ..models import ReplayConfig
 from ..scenario.derive_fast import load_log
 from ..scenario.loading import Scenario, config_from_directory, reads_by_generation
-from ..scenario.sidecar import parse_sidecar_text
+from ..scenario.sidecar import located_problems, parse_sidecar_text
+from ..scenario.sidecar import sidecar_path as sidecar_path
 from .compare import SavedSidecar, write_sidecar
-from .entry_text import JsonPath, TextLocator, parse_location
 
 __all__ = ["RawSidecar", "open_raw_sidecar", "sidecar_path"]
-
-_HEAD = re.compile(r"(patch|entry) (\d+)")
-
-
-def sidecar_path(location: str) -> JsonPath:
-    """The JSON path of a sidecar problem's location (``patch 3.entry.chunks[1].type`` is
-    ``("patches", 3, "entry", "chunks", 1, "type")``; ``document`` is the root)."""
-    match = _HEAD.match(location)
-    if match is not None:
-        index = int(match.group(2))
-        head: JsonPath = ("patches", index) if match.group(1) == "patch" else (index,)
-        return head + parse_location(location[match.end():])
-    if location == "document":
-        return ()
-    return parse_location(location)
-
 
 @dataclass(slots=True)
 class RawSidecar:
@@ -85,23 +70,28 @@ class RawSidecar:
 
 
 def _problems_of(exc: SidecarError, text: str, file: str) -> list[EntryProblem]:
+    located: list[EntryProblem] | None = getattr(exc, "located", None)
+    if located:
+        return located
     listed: list[str] | None = getattr(exc, "problems", None)
     if listed:
-        locator = TextLocator(text)
-        out: list[EntryProblem] = []
-        for item in listed:
-            location, _, message = item.partition(": ")
-            line, column = locator.locate(sidecar_path(location)) or (1, 1)
-            out.append(EntryProblem(location, line, column, message))
-        return out
+        return located_problems(listed, text)
     try:
         json.loads(text)
     except json.JSONDecodeError as bad:
         return [EntryProblem("", bad.lineno, bad.colno, f"not valid JSON ({bad.msg})")]
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     message = exc.message.removeprefix(file).lstrip(":0123456789 ")
-    return [EntryProblem("", exc.line or 1, 1, message)]
+    location = exc.location or ""
+    message = message.removeprefix(f"{location}: ") if location else message
+    return [EntryProblem(location, exc.line or 1, _column(exc.message, file), message)]
+
+
+def _column(message: str, file: str) -> int:
+    """The column a ``file:line:column:`` message names (1 when it names none)."""
+    found = re.match(r":\d+:(\d+):", message.removeprefix(file))
+    return int(found.group(1)) if found else 1
 
 
 def open_raw_sidecar(source: Scenario | Path) -> RawSidecar:
@@ -123,9 +113,11 @@ def open_raw_sidecar(source: Scenario | Path) -> RawSidecar:
     if data is not None:
         try:
             text = data.decode("utf-8")
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as bad:
             text = data.decode("utf-8", errors="replace")
-            problem = "not UTF-8 text: undecodable bytes show as \ufffd; saving writes UTF-8"
+            line, column = line_column(data, bad.start)
+            problem = (f"line {line}, column {column} (byte offset {bad.start}): not UTF-8 text: "
+                       "undecodable bytes show as \ufffd; saving writes UTF-8")
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     derived = source.derived_primary if isinstance(source, Scenario) else None
     return RawSidecar(path, text, hashlib.sha256(data).hexdigest() if data is not None else None,

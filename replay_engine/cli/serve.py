@@ -23,6 +23,7 @@ from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
 from ..server.listen import cannot_listen, loopback_warning
+from ..server.runner import reload_scenario
 from .serve_options import ServeOptions, add_serve_arguments, serve_options
 
 RETRY_MARK = " [SDK retry]"
@@ -96,9 +97,9 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
-    def reload() -> Scenario:
-        fresh = load_scenario(path)
-        engine.reload(fresh.scripts)
+    async def reload() -> Scenario:
+        fresh = await reload_scenario(path, engine)
+        gc.freeze()  # as after the first load: keep the new scripts out of full collections
         return fresh
 
     server = ReplayServer(engine, host=options.host, port=options.port,

@@ -18,6 +18,7 @@ from .claims import BindMode
 from .core import DEFAULT_RUN, HANG_PREFIX, CallHandle, Observer, ReplayEngine
 from .gate import parse_breakpoint
 from .pacing import Pace
+from .staging import StagedScripts
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
     BindingState,
@@ -42,6 +43,7 @@ __all__ = [
     "ReplayEngine",
     "RunState",
     "Status",
+    "StagedScripts",
     "StepMode",
     "diff_scripts",
     "events",

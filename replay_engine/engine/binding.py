@@ -6,15 +6,17 @@ many entries without one skip the walk.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from ..context import live_new_messages
+from ..context import ContextItem, live_new_messages
 from ..divergence import divergence, same_content
 from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
+from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
 from . import events as ev
@@ -76,7 +78,10 @@ def bind_call(
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
                                       messages))
-            raise err
+            try:
+                raise err
+            finally:  # the error's traceback holds this frame: no cycle through the local
+                del err
         binding = Binding(session_id, claim[0], rule=claim[1])
         run.bindings[session_id] = binding
         if session_id is not None:
@@ -96,17 +101,20 @@ def bind_call(
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
                                  binding.script_index, binding.cursor))
         err2.script_index = binding.script_index
-        raise err2
+        try:
+            raise err2
+        finally:  # as above: no cycle keeping the messages until the collector runs
+            del err2
     call_index = binding.cursor
     binding.cursor += 1
     if len(scripts) > 1:
         note_announcements(run, len(scripts), messages)
     scripted: ScriptEntry = script.entries[call_index]
     call_id = next(ids)
-    record = CallRecord(
+    record = _kept(CallRecord(
         call_id, run.name, session_id, binding.script_index, call_index, scripted.entry.kind,
-        messages, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
-    )
+        None, model, time.time(), retry=retry, dialect=dialect, bound_by=binding.rule,
+    ), messages)
     if live is not None and contexts is not None:
         _compare(binding, record, live, contexts, retry)
     _journal(run, record, emit)
@@ -134,15 +142,27 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
         if record.divergence is not None:
             binding.diverged.append((ci, record.divergence))
     previous = binding.last_live
+    kept = kept_live(live)
     record.retry_detected = (binding.last_failed and previous is not None
-                             and same_content(live, previous))
+                             and same_content(kept, previous))
     if retry or record.retry_detected:
         before = contexts.at(si, ci - 1) if ci > 0 else None
         in_recording = recorded is not None and before is not None \
             and same_content(recorded, before)
         binding.retries.append((ci, in_recording))
-    binding.last_live = live
+    binding.last_live = kept
     binding.last_failed = False
+
+
+def kept_live(live: Context) -> Context:
+    """A request's new content as its binding keeps it until the next call (to see a retry):
+    texts longer than ``EXCERPT_TEXT`` by their digest, so a session holds no 25 MB text.
+    An SDK's retry resends the same bytes, which the digest tells apart."""
+    if all(len(item.text) <= EXCERPT_TEXT for item in live):
+        return live
+    return tuple(item if len(item.text) <= EXCERPT_TEXT else ContextItem(
+        item.role, "sha256 " + hashlib.sha256(item.text.encode("utf-8", "surrogatepass"))
+        .hexdigest(), item.call_id) for item in live)
 
 
 def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None]) -> None:
@@ -151,6 +171,16 @@ def _journal(run: Run, record: CallRecord, emit: Callable[[ev.EngineEvent], None
         if run.dropped == 1:
             emit(ev.JournalTrimmed(run.name, run.journal.maxlen))
     run.journal.append(record)
+
+
+def _kept(record: CallRecord, messages: Any) -> CallRecord:
+    """``record`` holding what the journal keeps of ``messages``: a bounded excerpt and the
+    digest of the whole (a run keeps its calls as long as it lives)."""
+    if messages is not None:
+        kept = excerpt(messages)
+        record.messages, record.messages_cut = kept.value, kept.cut
+        record.messages_digest, record.messages_bytes = kept.digest, kept.size
+    return record
 
 
 REFUSALS_KEPT = 1_000
@@ -162,10 +192,10 @@ def _refuse(run: Run, ids: Iterator[int], err: BindingError, session_id: str | N
             retry: bool, dialect: str | None, *, bound_by: str | None = None) -> None:
     """Journal a call the engine refused (409) and keep it for the verdict."""
     now = time.time()
-    record = CallRecord(next(ids), run.name, session_id, script_index, call_index, "refused",
-                        messages, model, now, outcome="refused", code=err.code,
-                        message=err.message, ended_at=now, retry=retry, dialect=dialect,
-                        bound_by=bound_by)
+    record = _kept(CallRecord(next(ids), run.name, session_id, script_index, call_index,
+                              "refused", None, model, now, outcome="refused", code=err.code,
+                              message=err.message, ended_at=now, retry=retry, dialect=dialect,
+                              bound_by=bound_by), messages)
     _journal(run, record, lambda event: None)
     if len(run.refused) < REFUSALS_KEPT:
         run.refused.append(record)

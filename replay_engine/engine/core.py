@@ -42,14 +42,17 @@ from .pacing import Pace
 from .recorded import RecordedContexts
 from .resolving import PLACEHOLDER_WORKERS, PlaceholderPool
 from .serving import HANG_PREFIX, CallServing
+from .staging import StagedScripts, stage_scripts
 from .state import (
     DEFAULT_JOURNAL_LIMIT,
+    DEFAULT_RUN_LIMIT,
     Call,
     CallRecord,
     Run,
     RunState,
     StepMode,
     diff_scripts,
+    runs_to_evict,
     session_label,
     snapshot,
 )
@@ -75,11 +78,15 @@ class ReplayEngine:
         placeholder_workers_per_run: int = 1,
         strict: bool = False,
         bind: BindMode = "content",
+        run_limit: int = DEFAULT_RUN_LIMIT,
     ) -> None:
-        if isinstance(journal_limit, bool) or not isinstance(journal_limit, int) \
-                or journal_limit < 1:
-            raise ConfigError(f"the journal limit must be a positive integer, got {journal_limit!r}")
+        """``run_limit``: runs kept at most; past it the least recently used one with no call
+        in flight (never the default run) is evicted."""
+        for what, limit in (("journal", journal_limit), ("run", run_limit)):
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ConfigError(f"the {what} limit must be a positive integer, got {limit!r}")
         self.journal_limit = journal_limit
+        self.run_limit = run_limit
         self._pool = PlaceholderPool(placeholder_workers, placeholder_workers_per_run)
         if isinstance(pace_ms, bool) or not isinstance(pace_ms, int) or pace_ms < 0:
             raise ConfigError(f"paceMs must be a non-negative integer, got {pace_ms!r}")
@@ -88,6 +95,8 @@ class ReplayEngine:
         self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
         self._ready_dirs: dict[str, Path] = {}
         self._runs: dict[str, Run] = {}
+        self._recent: dict[str, None] = {}
+        """Run names, the least recently used first (what eviction goes by)."""
         self._hub = ev.EventHub()
         self._emit = self._hub.emit
         self._ids = itertools.count(1)
@@ -177,7 +186,17 @@ class ReplayEngine:
         run = self._runs.get(name)
         if run is None:
             run = self._runs[name] = Run(name, journal=deque(maxlen=self.journal_limit))
+            if len(self._runs) > self.run_limit:
+                self._evict(keep=name)
+        self._recent.pop(name, None)
+        self._recent[name] = None
         return run
+
+    def _evict(self, keep: str) -> None:
+        """Forget the least recently used runs not in use until within ``run_limit``."""
+        pinned = {keep, DEFAULT_RUN, *self._ready_dirs}
+        for name in runs_to_evict(self._runs, self._recent, self.run_limit, pinned):
+            self.forget(name, evicted=True)
 
     def _peek(self, name: str) -> Run:
         """The run if it exists, else an empty one that is not kept (reads create no run)."""
@@ -332,12 +351,14 @@ class ReplayEngine:
 
     def set_mode(self, mode: StepMode, *, run: str = DEFAULT_RUN) -> None:
         """Change the run's step mode; ``run`` releases every paused call of that run."""
+        self._run(run)  # kept (and counted, evicted) with the run's other state
         self._gates.of(run).set_mode(mode, list(self._calls.values()))
         self._emit(ev.SettingsChanged(run, self._settings(run)))
 
     def toggle_breakpoint(self, script_index: int, call_index: int, *,
                           run: str = DEFAULT_RUN) -> bool:
         """Add or remove a breakpoint of the run; returns whether it is now set."""
+        self._run(run)
         now_set = self._gates.of(run).toggle(script_index, call_index)
         self._emit(ev.SettingsChanged(run, self._settings(run)))
         return now_set
@@ -383,15 +404,16 @@ class ReplayEngine:
             r.clear()
         self._emit(ev.RunReset(run))
 
-    def forget(self, run: str) -> bool:
+    def forget(self, run: str, *, evicted: bool = False) -> bool:
         """Delete the run (in-flight calls are cancelled); False when there was no such run."""
         r = self._runs.pop(run, None)
+        self._recent.pop(run, None)
         self._gates.forget(run)
         self._ready_dirs.pop(run, None)
         if r is None:
             return False
         cancel_run(r)
-        self._emit(ev.RunForgotten(run))
+        self._emit(ev.RunForgotten(run, evicted))
         return True
 
     def configure_run(self, run: str, *, overflow: frozenset[str] | None = None,
@@ -403,14 +425,24 @@ class ReplayEngine:
         r.overflow = r.overflow if overflow is None else overflow
         r.scrub = scrub or r.scrub
 
-    def reload(self, scripts: Sequence[SessionScript]) -> list[dict[str, Any]]:
-        """Swap in new scripts; bindings keep their cursors, calls in flight keep their entry."""
+    def stage(self, scripts: Sequence[SessionScript]) -> StagedScripts:
+        """Do a reload's slow part now (the placeholder scan, the diff): safe in a worker
+        thread while the loop serves; ``reload`` of the result then swaps at once."""
+        return stage_scripts(self._scripts, scripts)
+
+    def reload(self, scripts: Sequence[SessionScript] | StagedScripts) -> list[dict[str, Any]]:
+        """Swap in new scripts (or ``stage``'s result); bindings keep their cursors, calls in
+        flight keep their entry."""
         old = self._scripts
-        self._scripts = list(scripts)
-        self._scan.clear()
+        if isinstance(scripts, StagedScripts):
+            self._scripts, self._scan = scripts.scripts, scripts.scan
+            changes = scripts.changes if scripts.base is old else diff_scripts(old, self._scripts)
+        else:
+            self._scripts = list(scripts)
+            self._scan.clear()
+            changes = diff_scripts(old, self._scripts)
         self._contexts.replace(self._scripts)
         self._not_loaded = None
-        changes = diff_scripts(old, self._scripts)
         for name in list(self._runs) or [DEFAULT_RUN]:
             self._emit(ev.ScriptsReloaded(name, changes))
         return changes

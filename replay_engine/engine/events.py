@@ -132,6 +132,9 @@ class RunReset(EngineEvent):
 class RunForgotten(EngineEvent):
     """The run was deleted: its bindings, cursors and journal are gone."""
 
+    evicted: bool = False
+    """The engine let it go itself: the least recently used finished run past its run limit."""
+
 
 @dataclass(frozen=True, slots=True)
 class JournalTrimmed(EngineEvent):

@@ -29,7 +29,7 @@ class RecordedContexts:
         """What the recording held before call ``call_index`` of script ``script_index``."""
         found = self._cache.get(script_index)
         if found is None:
-            if script_index >= len(self._scripts):
+            if not 0 <= script_index < len(self._scripts):  # -1 is no script, not the last
                 return None
             try:
                 found = script_contexts(self._scripts[script_index])

@@ -41,6 +41,7 @@ class CallRecord:
     """None for a call refused before any script was bound to its session."""
     kind: str
     messages: Any
+    """The request's messages as the journal keeps them: a bounded excerpt (``excerpt``)."""
     model: str | None
     started_at: float
     outcome: Literal["streaming", "finished", "failed", "cancelled", "refused"] = "streaming"
@@ -65,6 +66,12 @@ class CallRecord:
     scripted failure (whatever the client's headers said)."""
     unfinished: str | None = None
     """Why a stream ended before its last chunk (``the client went away``, ``cancelled``)."""
+    messages_digest: str | None = None
+    """SHA-256 of the whole messages' compact JSON (None: the call carried none)."""
+    messages_bytes: int = 0
+    """Size of the whole messages' compact JSON."""
+    messages_cut: bool = False
+    """``messages`` is cut: long strings shortened, the oldest items dropped past the budget."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (served by ``GET /replay/v1/journal``)."""
@@ -87,6 +94,9 @@ class CallRecord:
             "divergence": self.divergence.to_json() if self.divergence is not None else None,
             "boundBy": self.bound_by,
             "unfinished": self.unfinished,
+            "messagesDigest": self.messages_digest,
+            "messagesBytes": self.messages_bytes,
+            "messagesCut": self.messages_cut,
         }
 
 
@@ -148,6 +158,8 @@ class Binding:
 
 DEFAULT_JOURNAL_LIMIT = 10_000
 """Calls a run's journal keeps by default; beyond it the oldest are dropped."""
+DEFAULT_RUN_LIMIT = 1_000
+"""Runs an engine keeps by default; past it the least recently used finished run is evicted."""
 
 
 @dataclass(slots=True)
@@ -177,6 +189,12 @@ class Run:
     (the scrub its recording went through)."""
 
 
+    def in_use(self) -> bool:
+        """Whether the run may not be evicted: a call in flight, or a harness configured it
+        (an overflow or a scrub: the harness deletes the run itself when its test ends)."""
+        return bool(self.overflow) or self.scrub is not None or any(
+            b.call is not None for b in self.bindings.values())
+
     def clear(self) -> None:
         """Forget bindings, live ids, journal and refusals (a reset: settings stay)."""
         self.bindings.clear()
@@ -185,6 +203,20 @@ class Run:
         self.refused.clear()
         self.refused_count = 0
         self.dropped = 0
+
+
+def runs_to_evict(runs: dict[str, Run], recent: dict[str, None], limit: int,
+                  pinned: set[str]) -> list[str]:
+    """The runs to let go, least recently used first (``recent``), so that at most ``limit``
+    stay: never a pinned one nor one in use (``Run.in_use``)."""
+    out: list[str] = []
+    for name in recent:
+        if len(runs) - len(out) <= limit:
+            break
+        run = runs.get(name)
+        if run is not None and name not in pinned and not run.in_use():
+            out.append(name)
+    return out
 
 
 def script_length(scripts: Sequence[SessionScript], index: int) -> int:

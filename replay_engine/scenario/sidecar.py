@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import MAX_LISTED_PROBLEMS, SidecarError
+from ..errors import MAX_LISTED_PROBLEMS, EntryProblem, SidecarError
 from ..jsonlimits import (
     DEPTH_PROBLEM,
+    MAX_JSON_DEPTH,
     NonFiniteNumber,
     line_of,
     non_finite_at,
@@ -27,6 +28,7 @@ from ..jsonlimits import (
 from ..jsonlimits import (
     finite_int as _finite_int,
 )
+from ..jsonlocate import JsonPath, TextLocator, deep_at, line_column, parse_location, render_path
 from ..models import (
     AnyEntry,
     OverrideDocument,
@@ -142,15 +144,72 @@ def listed_problems(problems: list[str], indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
-def _fail(file: str, problems: list[str]) -> SidecarError:
+_HEAD = re.compile(r"(patch|entry) (\d+)")
+
+
+def sidecar_path(location: str) -> JsonPath:
+    """The JSON path of a sidecar problem's location (``patch 3.entry.chunks[1].type`` is
+    ``("patches", 3, "entry", "chunks", 1, "type")``; ``document`` is the root)."""
+    match = _HEAD.match(location)
+    if match is not None:
+        index = int(match.group(2))
+        head: JsonPath = ("patches", index) if match.group(1) == "patch" else (index,)
+        return head + parse_location(location[match.end():])
+    if location == "document":
+        return ()
+    return parse_location(location)
+
+
+def sidecar_location(path: JsonPath) -> str:
+    """A JSON path in a sidecar as its problems name it (``sidecar_path`` read backwards)."""
+    if path[:1] and isinstance(path[0], int):
+        rest = render_path(path[1:])
+        return f"entry {path[0]}" + (f".{rest}" if rest and not rest.startswith("[") else rest)
+    if path[:1] == ("patches",) and len(path) > 1 and isinstance(path[1], int):
+        rest = render_path(path[2:])
+        return f"patch {path[1]}" + (f".{rest}" if rest and not rest.startswith("[") else rest)
+    return render_path(path) or "document"
+
+
+def located_problems(problems: list[str], text: str) -> list[EntryProblem]:
+    """Each ``location: message`` problem of a sidecar with the line and column of its location
+    in ``text`` (the deepest value along it that exists; 1, 1 when ``text`` is no JSON)."""
+    locator = TextLocator(text)
+    out: list[EntryProblem] = []
+    for item in problems:
+        location, _, message = item.partition(": ")
+        line, column = locator.locate(sidecar_path(location)) or (1, 1)
+        out.append(EntryProblem(location, line, column, message))
+    return out
+
+
+def _fail(file: str, problems: list[str], text: str | None = None) -> SidecarError:
+    located = located_problems(problems, text) if text is not None else None
+    listed = problems if located is None else [
+        f"line {p.line}, column {p.column}: {item}" for p, item in zip(located, problems,
+                                                                     strict=True)]
     err = SidecarError(
         f"{file}: invalid override sidecar ({len(problems)} problem(s)):\n"
-        f"{listed_problems(problems)}\n{_FIX}",
+        f"{listed_problems(listed)}\n{_FIX}",
         file=file,
+        line=located[0].line if located else None,
         location=problems[0].split(":", 1)[0] if problems else None,
     )
     err.problems = problems  # type: ignore[attr-defined]
+    err.located = located  # type: ignore[attr-defined]
     return err
+
+
+def depth_error(text: str, file: str) -> SidecarError:
+    """The refusal of a sidecar nested too deep, naming the first array or object past the
+    limit: line, column and JSON path."""
+    found = deep_at(text, MAX_JSON_DEPTH)
+    if found is None:
+        return SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file)
+    line, column = line_column(text, found[0])
+    where = sidecar_location(found[1])
+    return SidecarError(f"{file}:{line}:{column}: {where}: the sidecar is {DEPTH_PROBLEM}. {_FIX}",
+                        file=file, line=line, location=where)
 
 
 def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = None,
@@ -165,7 +224,7 @@ def parse_sidecar_text(text: str, file: str, *, derived_length: int | None = Non
 def _parse_sidecar_text(text: str, file: str, derived_length: int | None,
                         generations: bool) -> Sidecar:
     if too_deep(text):
-        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file)
+        raise depth_error(text, file)
     try:
         doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
                          parse_int=_finite_int)
@@ -185,10 +244,11 @@ def _parse_sidecar_text(text: str, file: str, derived_length: int | None,
             line=line,
         ) from None
     except RecursionError:
-        raise SidecarError(f"{file}: the sidecar is {DEPTH_PROBLEM}. {_FIX}", file=file) from None
+        raise depth_error(text, file) from None
     except ValueError as exc:
         raise SidecarError(f"{file}: not valid JSON ({exc}).", file=file) from None
-    return validate_sidecar(doc, file, derived_length=derived_length, generations=generations)
+    return validate_sidecar(doc, file, derived_length=derived_length, generations=generations,
+                            text=text)
 
 
 def _reject_constant(name: str) -> Any:
@@ -248,23 +308,25 @@ def _accepted_problems(doc: Any) -> list[str]:
 
 
 def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None,
-                     generations: bool = False) -> Sidecar:
+                     generations: bool = False, text: str | None = None) -> Sidecar:
     """Validate an already-decoded sidecar document; with ``derived_length`` also check that
-    every ``at`` fits the derived primary script."""
+    every ``at`` fits the derived primary script; with the ``text`` it was read from, every
+    problem also names its line and column."""
     early = [] if generations else _accepted_problems(doc)
     if isinstance(doc, list):
         try:
             entries = _entries_adapter.validate_python(doc)
         except ValidationError as exc:
-            raise _fail(file, early + _problems(exc, "list")) from None
+            raise _fail(file, early + _problems(exc, "list"), text) from None
         if early:
-            raise _fail(file, early)
+            raise _fail(file, early, text)
         return Sidecar("list", entries, [], file)
     if isinstance(doc, dict):
         if set(doc) != {"patches"}:
             extra = sorted(set(doc) - {"patches"})
             what = f"unknown key(s) {', '.join(extra)}" if extra else "missing key patches"
-            raise _fail(file, [f"document: {what}; the object form is exactly {{\"patches\": [...]}}"])
+            raise _fail(file, [f"document: {what}; the object form is exactly "
+                               "{\"patches\": [...]}"], text)
         problems = early + _raw_at_problems(doc, derived_length)
         parsed: OverrideDocument | None = None
         try:
@@ -272,11 +334,12 @@ def validate_sidecar(doc: Any, file: str, *, derived_length: int | None = None,
         except ValidationError as exc:
             problems += _problems(exc, "patches")
         if problems or parsed is None:
-            raise _fail(file, sorted(problems, key=_location_order))
+            raise _fail(file, sorted(problems, key=_location_order), text)
         return Sidecar("patches", [], [(p.at, p.entry) for p in parsed.patches], file)
     raise _fail(
         file,
         [f"document: expected a list of entries or {{\"patches\": [...]}}, got {type(doc).__name__}"],
+        text,
     )
 
 
@@ -296,12 +359,21 @@ def load_sidecar(path: str | Path, *, derived_length: int | None = None,
         text = data.decode("utf-8")
     except OSError as exc:
         raise SidecarError(f"{file}: cannot read the sidecar ({exc.strerror}).", file=file) from None
-    except UnicodeDecodeError:
-        raise SidecarError(f"{file}: not UTF-8 text; save it as UTF-8 JSON.", file=file) from None
+    except UnicodeDecodeError as bad:
+        raise utf8_error(file, data, bad) from None
     sidecar = parse_sidecar_text(text.replace("\r\n", "\n").replace("\r", "\n"), file,
                                  derived_length=derived_length, generations=generations)
     sidecar.sha256 = hashlib.sha256(data).hexdigest()
     return sidecar
+
+
+def utf8_error(file: str, data: bytes, bad: UnicodeDecodeError) -> SidecarError:
+    """The refusal of a sidecar that is not UTF-8, naming the first bad byte: its line, column
+    (in bytes) and byte offset."""
+    line, column = line_column(data, bad.start)
+    return SidecarError(f"{file}:{line}:{column}: not UTF-8 text (byte 0x{data[bad.start]:02x} at "
+                        f"byte offset {bad.start}: {bad.reason}); save the file as UTF-8 JSON.",
+                        file=file, line=line)
 
 
 def sidecar_is_bare_list(path: str | Path) -> bool:

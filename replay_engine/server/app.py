@@ -29,7 +29,7 @@ from ..wire.responses import ResponsesDialect
 from .control import Catalog, Control, Endpoint
 from .model_calls import ModelCall
 from .preamble import bare_path
-from .served import ScenarioSource, Served
+from .served import ReloadSource, ScenarioSource, Served
 
 
 def default_dialects(options: WireOptions | None = None) -> list[Dialect]:
@@ -70,7 +70,7 @@ def create_app(
     *,
     scenario: ScenarioSource = None,
     providers: list[ProviderConfig] | None = None,
-    reload: Callable[[], object] | None = None,
+    reload: ReloadSource | None = None,
     sdk_retries: bool = False,
     dialects: Sequence[Dialect] | None = None,
     wire: WireOptions | None = None,

@@ -4,10 +4,12 @@ debugger or an agent asks the server that is not a model call (docs/format.md#wi
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -57,8 +59,8 @@ def _model(model_id: str, owner: str) -> dict[str, Any]:
 
 class Catalog:
     """``GET /v1/models`` and ``GET /v1/models/{id}``: the configured provider catalog; without
-    one, ``replay`` and every model the server's requests named, and any id answered (agents
-    check their model at start)."""
+    one, ``replay`` and every model the server's model calls named, and any id answered (agents
+    check their model at start) without being listed (a cross-site ``<img>`` can send a GET)."""
 
     def __init__(self, served: Served) -> None:
         self.served = served
@@ -79,8 +81,7 @@ class Catalog:
         for model in self._model_list():
             if model["id"] == wanted:
                 return JSONResponse(model)
-        if not self.served.catalog:
-            self.served.named(wanted)
+        if not self.served.catalog:  # answered, not listed: a GET changes nothing
             return JSONResponse(_model(wanted, "replay"))
         known = ", ".join(m["id"] for m in self._model_list())
         return JSONResponse(
@@ -113,6 +114,7 @@ class Control:
     def __init__(self, served: Served) -> None:
         self.served = served
         self.engine = served.engine
+        self._reloading = anyio.Lock()
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -128,11 +130,22 @@ class Control:
     async def context(self, request: Request) -> Response:
         """``GET /replay/v1/context/{script}/{call}``: the recorded user messages and tool
         results before that call, which a faithful agent sends back (null for sidecar entries)."""
-        try:
-            script, call = int(request.path_params["script"]), int(request.path_params["call"])
-        except ValueError:
-            return JSONResponse({"ok": False, "error": "script and call are integers"},
-                                status_code=400)
+        indices: dict[str, int] = {}
+        for what in ("script", "call"):
+            text = str(request.path_params[what])
+            if not text.isdecimal() or not text.isascii():
+                kind = "negative" if text.startswith("-") else "not an integer"
+                return JSONResponse({"ok": False, "code": "INVALID_INDEX", "index": what,
+                                     "error": f"{what} index {shown(text)} is {kind}: script "
+                                     "and call indices count from 0, as GET /replay/v1/scripts "
+                                     "lists them"}, status_code=400)
+            indices[what] = int(text)
+        script, call = indices["script"], indices["call"]
+        if script >= len(self.engine.scripts):
+            return JSONResponse({"ok": False, "code": "NOT_FOUND", "index": "script",
+                                 "error": f"script index {script} is past the "
+                                 f"{len(self.engine.scripts)} script(s) served; GET "
+                                 "/replay/v1/scripts lists them"}, status_code=404)
         found = self.engine.recorded_context(script, call)
         items = None if found is None else [
             {"role": i.role, "text": i.text, "toolCallId": i.call_id} for i in found]
@@ -222,15 +235,19 @@ class Control:
         if reload_fn is None:
             return JSONResponse({"ok": False, "error": "this server has no reload source"},
                                 status_code=404)
-        before = self.engine.scripts
-        try:
-            result = reload_fn()
-        except ReplayError as exc:
-            return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
-                                status_code=409)
-        self.served.reloaded(result)
-        self.engine.prepare()
-        return JSONResponse({"ok": True, "changes": diff_scripts(before, self.engine.scripts)})
+        async with self._reloading:  # one at a time: each one's changes are its own
+            before = self.engine.scripts
+            try:
+                result = reload_fn()
+                if inspect.isawaitable(result):  # it loads off the loop (reload_scenario)
+                    result = await result
+            except ReplayError as exc:
+                return JSONResponse({"ok": False, "error": exc.message, "code": exc.code},
+                                    status_code=409)
+            self.served.reloaded(result)
+            self.engine.prepare()  # nothing left to scan after a staged reload
+            changes = await anyio.to_thread.run_sync(diff_scripts, before, self.engine.scripts)
+        return JSONResponse({"ok": True, "changes": changes})
 
     def table(self) -> list[tuple[str, Endpoint, list[str]]]:
         """(path, endpoint, methods) of the control routes."""

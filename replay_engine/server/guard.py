@@ -9,7 +9,8 @@
 - a ``POST`` whose ``Content-Type`` is given and is not JSON (the only bodies a browser
   can send cross-site without asking first are text/plain and form encodings);
 - a run or session id in the path outside the printable set or longer than ``MAX_ID``
-  (such ids end up in log lines and the verdict).
+  (such ids end up in log lines and the verdict); the model routes hold the ``X-Session-Id``
+  header to the same rule (``id_problem``).
 
 A refusal quotes the value it refused capped (``shown``): a 60 KB header gets no 60 KB answer.
 """
@@ -26,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..safe_text import printable, shown
 
-__all__ = ["MAX_ID", "RequestGuard", "bad_id", "printable"]
+__all__ = ["INVALID_ID", "MAX_ID", "RequestGuard", "bad_id", "id_problem", "printable"]
 
 MAX_ID = 128
 """Longest run or session id the server takes in a path."""
@@ -35,10 +36,23 @@ _PATH_IDS = re.compile(r"^(?:/runs/(?P<run>[^/]*))?(?:/sessions/(?P<session>[^/]
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "::1"})
 
 
+INVALID_ID = "INVALID_ID"
+"""Code of the 400 a run or session id outside the rule gets (path or ``X-Session-Id``)."""
+
+
 def bad_id(value: str) -> bool:
     """True when ``value`` is not a run/session id the server accepts (printable ASCII, no
     space, 1..MAX_ID characters)."""
     return _ID.fullmatch(value) is None
+
+
+def id_problem(what: str, value: str, where: str = "") -> str | None:
+    """Why ``value`` is no ``what`` id (``run``, ``session``) the server takes, or None: the one
+    rule for ids in paths and in the ``X-Session-Id`` header (``where`` names the place)."""
+    if not bad_id(value):
+        return None
+    return (f"{what} id {shown(value, MAX_ID)}{where} is not accepted: use 1 to {MAX_ID} "
+            "printable ASCII characters, no spaces or control characters")
 
 
 def is_loopback(host: str) -> bool:
@@ -125,9 +139,7 @@ class RequestGuard:
         if match is not None:
             for what in ("run", "session"):
                 value = match.group(what)
-                if value is not None and bad_id(value):
-                    return _refuse(400, "INVALID_ID",
-                                   f"{what} id {shown(value, MAX_ID)} is not accepted: "
-                                   f"use 1 to {MAX_ID} printable ASCII characters, no spaces "
-                                   "or control characters")
+                problem = id_problem(what, value) if value is not None else None
+                if problem is not None:
+                    return _refuse(400, INVALID_ID, problem)
         return None

@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 
 from ..safe_text import shown
+from .guard import INVALID_ID, id_problem
 from .request_body import BadRequest, session_field
 
 NO_RETRY = {"x-should-retry": "false"}
@@ -35,11 +36,15 @@ def is_retry(request: Request) -> bool:
 def request_session(request: Request, body: dict[str, Any] | None = None) -> str | None:
     """The caller's session id: ``X-Session-Id``, the ``/sessions/{id}`` path, the body field.
 
-    Absent everywhere is the anonymous session; two that disagree are a BadRequest (400).
+    Absent everywhere is the anonymous session; two that disagree are a BadRequest (400), and
+    so is a header id outside the rule path ids keep (``guard.id_problem``).
     """
     given: list[tuple[str, str | None]] = []
     header = request.headers.get("x-session-id")
     if header:
+        problem = id_problem("session", header, " (X-Session-Id header)")
+        if problem is not None:
+            raise BadRequest(400, problem, INVALID_ID)
         given.append(("the X-Session-Id header", header))
     if "session" in request.path_params:
         given.append(("the /sessions/{id} path", str(request.path_params["session"])))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -20,13 +20,14 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..engine import BindMode, Pace, ReplayEngine
+from ..engine.staging import StagedScripts
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
-from .frontdoor import http_protocol
+from .frontdoor import MAX_HEAD_BYTES, HttpParser, http_protocol
 from .guard import RequestGuard
-from .served import OverflowHandler, ScenarioSource
+from .served import OverflowHandler, ReloadSource, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
 """A connection that has not sent a whole request head this long after connecting (or after
@@ -36,8 +37,6 @@ KEEP_ALIVE_S = 5
 MAX_CONNECTIONS = 1000
 """At this many connections the one idle the longest is closed for a newcomer; when none is
 idle, requests beyond the cap are answered 503 (JSON) at once."""
-MAX_HEAD_BYTES = 64 * 1024
-"""Largest request head (request line and headers) the h11 parser buffers."""
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -91,12 +90,15 @@ class EmbeddedUvicorn:
 
     def __init__(self, app: ASGIApp, *, graceful_s: int = 3,
                  header_timeout: float = HEADER_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+                 max_connections: int = MAX_CONNECTIONS, http: HttpParser = "auto") -> None:
+        """``http``: which HTTP parser serves (``auto``: httptools when installed)."""
         self.config = uvicorn.Config(
             app, log_config=None, log_level="warning", access_log=False, lifespan="off",
             ws="none", timeout_graceful_shutdown=graceful_s, server_header=False,
-            http=http_protocol(header_timeout, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
-            limit_concurrency=None, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            http=http_protocol(header_timeout, max_connections, http),
+            timeout_keep_alive=KEEP_ALIVE_S, limit_concurrency=None,
+            # h11's own buffer cap is only a backstop: the front door answers 431 first
+            h11_max_incomplete_event_size=2 * MAX_HEAD_BYTES,
         )
         self._task: asyncio.Task[None] | None = None
         self._exit = asyncio.Event()
@@ -158,19 +160,22 @@ class ReplayServer:
         port: int = 0,
         providers: list[ProviderConfig] | None = None,
         scenario: ScenarioSource = None,
-        reload: Callable[[], object] | None = None,
+        reload: ReloadSource | None = None,
         app: ASGIApp | None = None,
         sdk_retries: bool = False,
         allow_hosts: tuple[str, ...] | list[str] = (),
         header_timeout: float = HEADER_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
         wire: WireOptions | None = None,
+        http: HttpParser = "auto",
     ) -> None:
         """``allow_hosts``: Host / Origin names served besides loopback and ``host``;
         ``header_timeout``: seconds a connection may take to send a request head;
         ``max_connections``: connections beyond it are answered 503; ``wire``: how the
-        dialects put what a provider's wires say two ways (``WireOptions``)."""
+        dialects put what a provider's wires say two ways (``WireOptions``); ``http``: which
+        HTTP parser uvicorn runs (``auto``: httptools when installed, else h11)."""
         self.engine = engine
+        self.http: HttpParser = http
         self.header_timeout = header_timeout
         self.max_connections = max_connections
         self.host = host
@@ -224,7 +229,7 @@ class ReplayServer:
         self.engine.prepare()
         anyio.Event()
         runner = EmbeddedUvicorn(self.app, graceful_s=3, header_timeout=self.header_timeout,
-                                 max_connections=self.max_connections)
+                                 max_connections=self.max_connections, http=self.http)
         self._url = await runner.listen(self.host, self.port)
         self._runner, self.port = runner, runner.port
         return self._url
@@ -264,12 +269,23 @@ async def serve_scenario(
     scenario = load_scenario(path)
     engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
 
-    def reload() -> Scenario:
-        fresh = load_scenario(path)
-        engine.reload(fresh.scripts)
-        return fresh
+    async def reload() -> Scenario:
+        return await reload_scenario(path, engine)
 
     async with ReplayServer(engine, host=host, port=port, providers=providers,
                             scenario=scenario, reload=reload, sdk_retries=sdk_retries,
                             wire=wire) as server:
         yield server
+
+
+async def reload_scenario(path: str | Path, engine: ReplayEngine) -> Scenario:
+    """Load ``path`` and stage its scripts in a worker thread, then swap them into ``engine`` at
+    once on the loop: streams in flight go on while a big scenario loads (a ``reload`` source
+    of ``ReplayServer``); ReplayError when it does not load (the engine keeps its scripts)."""
+    def read() -> tuple[Scenario, StagedScripts]:
+        fresh = load_scenario(path)
+        return fresh, engine.stage(fresh.scripts)
+
+    fresh, staged = await anyio.to_thread.run_sync(read)
+    engine.reload(staged)
+    return fresh

@@ -6,7 +6,7 @@ overflow handlers (who answers calls past the recording instead of a binding err
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,10 @@ class Overflowed:
     error: BindingError
 
 
+ReloadSource = Callable[[], object] | Callable[[], Awaitable[object]]
+"""What ``POST /replay/v1/reload`` calls: it reloads the engine and returns the scenario; an
+async one loads off the event loop (``runner.reload_scenario``) so streams are not held."""
+
 OverflowHandler = Callable[[Overflowed], ASGIApp]
 """Answers an overflowed call (e.g. forwards it upstream through a recorder)."""
 
@@ -91,7 +95,7 @@ class Served:
 
     def __init__(self, engine: ReplayEngine, scenario: ScenarioSource,
                  providers: list[ProviderConfig] | None,
-                 reload: Callable[[], object] | None, sdk_retries: bool = False,
+                 reload: ReloadSource | None, sdk_retries: bool = False,
                  wire: WireOptions | None = None) -> None:
         self.engine = engine
         self.no_retry: dict[str, str] = {} if sdk_retries else NO_RETRY

@@ -119,7 +119,7 @@ async def test_loader_keeps_the_last_good_scripts_and_waits_for_the_editor(tmp_p
     assert not await loader.load(why="files changed")
     assert guard.why == ["files changed"] and len(view.shown) == 1
     with pytest.raises(ReplayError) as refused:
-        loader.reload_from_api()
+        await loader.reload_from_api()
     assert refused.value.code == "RELOAD_DEFERRED"
 
 

@@ -47,8 +47,9 @@ def test_deep_sidecar(scenario: Path, command: list[str]) -> None:
     (scenario / SIDE).write_text(DEEP)
     result = cli(*command, str(scenario))
     assert_typed_failure(result, None if command == ["validate"] else "SIDECAR_INVALID")
-    assert f"{SIDE}: the sidecar is nested deeper than {MAX_JSON_DEPTH}" in (
-        result.stdout + result.stderr)
+    # named where it first goes too deep: line, column and JSON path
+    assert f"{SIDE}:1:{MAX_JSON_DEPTH + 1}: entry 0[0][0]" in result.stdout + result.stderr
+    assert f"the sidecar is nested deeper than {MAX_JSON_DEPTH}" in result.stdout + result.stderr
     assert (scenario / SIDE).read_text() == DEEP
 
 
@@ -57,7 +58,8 @@ def test_deep_chunks_file(scenario: Path, tmp_path: Path) -> None:
     chunks.write_text(DEEP)
     result = cli("override", str(scenario), "--at", "0", "--chunks-file", str(chunks))
     assert_typed_failure(result, "SIDECAR_INVALID")
-    assert "chunks.json:1:1: nested deeper than" in result.stderr
+    assert f"chunks.json:1:{MAX_JSON_DEPTH + 1}: [0][0][0]" in result.stderr
+    assert "nested deeper than" in result.stderr
 
 
 @pytest.mark.parametrize("name", ["c.json", "c.toml"])

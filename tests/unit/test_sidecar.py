@@ -233,7 +233,10 @@ def test_a_long_problem_list_is_cut_at_fifty_and_counted(tmp_path: Path) -> None
     problems = caught.value.problems  # type: ignore[attr-defined]
     assert len(problems) == 120 + 118  # each patch lacks its code; at 1 repeats 118 times
     listed = [line.strip() for line in caught.value.message.splitlines()[1:-1]]
-    assert listed == problems[:50] + ["… and 188 more problems"]
+    located = caught.value.located  # type: ignore[attr-defined]
+    assert listed == [f"line {p.line}, column {p.column}: {item}"  # each with its place
+                      for p, item in zip(located, problems[:50], strict=False)
+                      ] + ["… and 188 more problems"]
     assert caught.value.message.startswith(
         f"{root / 'replay.override.json'}: invalid override sidecar (238 problem(s)):")
     with pytest.raises(SidecarError) as one_more:

@@ -61,7 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "dsh-replay record does), show them as they are recorded, and on s load the "
                    "recording and serve it to replay")
     p.add_argument("--upstream", default=None, metavar="URL",
-                   help="with --record: the provider's base URL, e.g. https://api.deepseek.com")
+                   help="the provider's base URL, e.g. https://api.deepseek.com: with --record, "
+                   "record from it first; without, serve the scenario and go live to it from a "
+                   "call (L on the selected call, or --from-divergence), review, then keep or "
+                   "discard")
+    p.add_argument("--from-divergence", action="store_true",
+                   help="with --upstream URL (no --record): each session goes live at its first "
+                   "diverged call by itself")
     p.add_argument("--force", action="store_true",
                    help="with --record: record into a directory that already holds a scenario, "
                    "keeping its files as .bak.N")
@@ -80,14 +86,18 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
     from .app import AppOptions
 
-    if args.record != (args.upstream is not None):
+    if args.record and args.upstream is None:
         raise argparse.ArgumentTypeError("--record and --upstream URL go together: --record "
                                          "--upstream URL DIR records into DIR from URL, then "
                                          "replays it")
+    if args.from_divergence and (args.upstream is None or args.record):
+        raise argparse.ArgumentTypeError("--from-divergence goes with --upstream URL (without "
+                                         "--record): it replays DIR and goes live at each "
+                                         "session's first divergence")
     if args.force and not args.record:
         raise argparse.ArgumentTypeError("--force only applies to --record")
     serve = serve_options(args)
-    if args.record:
+    if args.upstream is not None:
         from replay_engine import check_upstream
 
         check_upstream(args.upstream)
@@ -97,6 +107,8 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
         strict=serve.strict, bind=serve.bind,
         upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
+        live_from=args.upstream is not None and not args.record,
+        from_divergence=args.from_divergence,
         mode=args.mode, breaks=tuple(args.breaks),
         wire=serve.wire,
     )

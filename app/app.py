@@ -39,6 +39,7 @@ from .headless.pace import PACE_STEPS_MS, RECORDED_SPEEDS
 from .headless.state import AppOptions, DebugState, remove_ready_files
 from .headless.verdicts import QuitVerdict, quit_verdict
 from .idle_gc import TICK_S, IdleCollector
+from .live_from import LiveFrom, LiveFromKeys
 from .record_mode import RecordMode
 from .screens.dialect_choice import DemoDialect, DialectChoiceScreen
 from .screens.help import HelpScreen
@@ -54,7 +55,7 @@ from .widgets.status_header import StatusHeader
 __all__ = ["AppOptions", "ReplayApp"]
 
 
-class ReplayApp(OpenInEditorKey, App[str]):
+class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
     """dsh-replay-tui: serve a scenario and watch, step and steer its replay."""
 
     CSS_PATH = "app.tcss"
@@ -92,9 +93,13 @@ class ReplayApp(OpenInEditorKey, App[str]):
         self._quitting = False
         self.record: RecordMode | None = (
             RecordMode(options, self.main.log_in_order, self.main.request_flush)
-            if options.upstream is not None else None)
+            if options.upstream is not None and not options.live_from else None)
         """Record mode: the recording that runs before the scenario loads (None otherwise)."""
         self.state.recording = self.record
+        self.live_from = (LiveFrom(options, self.main.log_in_order, self.main.request_flush)
+                          if options.live_from else None)
+        """Going live from a call (``--upstream`` without ``--record``; None otherwise)."""
+        self.state.live = self.live_from
         self.collector = IdleCollector()
 
     # -- what tests and the command line read --------------------------------------------
@@ -190,6 +195,12 @@ class ReplayApp(OpenInEditorKey, App[str]):
         await self.loader.load(initial=True)
         if self.options.serve:
             await self._start_server(self.record.port if self.record is not None else None)
+            if self.live_from is not None:
+                self.watch_divergence()
+            if self.options.from_divergence and self.server is not None \
+                    and self.scenario is not None:
+                assert self.live_from is not None
+                self.live_from.start(self.server, self.scenario)
         self.main.flush()
         if self.options.watch and self.options.scenario.is_dir():
             self.run_worker(self.loader.watch(self._stop_watch, self.watching.set),
@@ -297,6 +308,8 @@ class ReplayApp(OpenInEditorKey, App[str]):
             self._quitting = True
             await self.record.stop()
         self._stop_watch.set()
+        if self.live_from is not None and self.live_from.repair is not None:
+            await self.live_from.finish()  # the attempt stays beside the scenario, unreviewed
         server, self.server = self.server, None
         if server is not None:
             self.engine.cancel_all()

@@ -18,6 +18,8 @@ from replay_engine import atomic_write
 from .headless.moments import (
     BANNER,
     CALL,
+    CAN_GO_LIVE,
+    GOING_LIVE,
     HANGING,
     IDLE,
     LIVE,
@@ -32,7 +34,8 @@ from .headless.moments import (
     UNFINISHED,
 )
 
-AREAS = ("Move", "Stepping", "Calls", "Pace", "Search", "Scenario", "App", "Override editor")
+AREAS = ("Move", "Stepping", "Calls", "Pace", "Search", "Scenario", "App", "Override editor",
+         "Review")
 """Areas in the order the help screen and docs/keys.md list them."""
 OTHER = "Other"
 """The area of a binding the table does not describe."""
@@ -171,6 +174,13 @@ APP_KEYS: tuple[Key, ...] = (
     Key("s", "stop_recording", "Stop and replay", "Record mode (--record --upstream URL): stop "
         "recording, finish the logs and load the directory as a scenario ready to replay (q while "
         "recording finishes the logs and quits).", "Scenario", moments=(RECORDING,)),
+    Key("L", "go_live", "Go live", "With --upstream URL (no --record): send the selected call (the "
+        "first diverged one when no call is selected) and the rest of its session to the "
+        "upstream, shown in Live as they are recorded; a call already served resets the run, "
+        "so the agent runs again.", "Scenario", moments=(CAN_GO_LIVE,)),
+    Key("V", "review_live", "Review", "After going live: stop, and review the new calls beside "
+        "the old ones, then keep them (installed, the old files kept as .bak.N) or discard "
+        "them.", "Scenario", moments=(GOING_LIVE,)),
     Key("question_mark", "help", "Help", "Show every key by area.", "App", display="?", footer=True),
     Key("ctrl+p", "command_palette", "Palette", "Open the command palette: every action, the theme "
         "and the pace, searchable.", "App", display="^p", palette=False, bound=False,
@@ -211,8 +221,21 @@ EDITOR_KIND_KEYS: tuple[Key, ...] = (
 )
 """Keys of the editor's kind switch (bound on the switch itself, so typing elsewhere is text)."""
 
+REVIEW_KEYS: tuple[Key, ...] = (
+    Key("right_square_bracket", "next_change(1)", "Next change", "In the review: jump to the next "
+        "call that is not the same.", "Review", display="]", footer=True, palette=False),
+    Key("left_square_bracket", "next_change(-1)", "Previous change", "In the review: jump to the "
+        "previous call that is not the same.", "Review", display="[", footer=True,
+        palette=False),
+    Key("k", "keep", "Keep", "In the review: install the new calls (validated first; the old "
+        "files kept as .bak.N).", "Review", footer=True, palette=False),
+    Key("x", "discard", "Discard", "In the review: drop the new calls; the scenario stays as it "
+        "is.", "Review", footer=True, palette=False),
+)
+"""Keys of the review screen (old and new calls side by side)."""
+
 TABLE: tuple[Key, ...] = (LIST_KEYS + LIVE_KEYS + MAIN_KEYS + SEARCH_BAR_KEYS + APP_KEYS
-                          + EDITOR_KEYS + EDITOR_KIND_KEYS)
+                          + EDITOR_KEYS + EDITOR_KIND_KEYS + REVIEW_KEYS)
 
 
 BindingList = list[Binding | tuple[str, str] | tuple[str, str, str]]

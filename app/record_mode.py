@@ -64,6 +64,9 @@ class RecordMode:
         """True while calls are being recorded."""
         return self.recording is not None and not self.finished.is_set()
 
+    title: str | None = None
+    """The header says ``● RECORDING → upstream``."""
+
     def counts(self) -> list[tuple[str, int]]:
         """Calls recorded per session, in the order sessions first called."""
         return [(label, len(reports)) for label, reports in self.reports.items()]

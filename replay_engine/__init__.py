@@ -29,7 +29,6 @@ if TYPE_CHECKING:
         diff_context,
         diff_line,
         live_new_messages,
-        read_recorded_context,
         recorded_context,
     )
     from .engine import (
@@ -99,7 +98,9 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.repair import CallRef, RepairSession, parse_call_ref
     from .record.summary import recording_summary
+    from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
     from .safe_text import printable
     from .scenario.config import load_serve_config
     from .scenario.derive import derive_replay_script, js_string
@@ -151,7 +152,6 @@ _LAZY: dict[str, str] = {
     "diff_context": "context",
     "diff_line": "context",
     "live_new_messages": "context",
-    "read_recorded_context": "context",
     "recorded_context": "context",
     "DEFAULT_JOURNAL_LIMIT": "engine",
     "StagedScripts": "engine",
@@ -249,6 +249,13 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "CallRef": "record.repair",
+    "RepairSession": "record.repair",
+    "parse_call_ref": "record.repair",
+    "CallDiff": "review",
+    "ScenarioDiff": "review",
+    "ScriptDiff": "review",
+    "diff_scenarios": "review",
     "package_version": "cli.version",
     "VersionAction": "cli.version",
     "ServeOptions": "cli.serve_options",
@@ -277,6 +284,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CallDiff",
+    "CallRef",
+    "RepairSession",
+    "ScenarioDiff",
+    "ScriptDiff",
+    "diff_scenarios",
+    "parse_call_ref",
     "UNFINISHED_CALL",
     "CHILD_RE",
     "DEFAULT_JOURNAL_LIMIT",
@@ -378,7 +392,6 @@ __all__ = [
     "parse_session_header",
     "parse_session_log",
     "parse_sidecar_text",
-    "read_recorded_context",
     "recorded_context",
     "resolve_scripted_entry",
     "throw_code_warning",

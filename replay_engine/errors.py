@@ -91,6 +91,8 @@ SCRUB = "SCRUB"
 
 UNRECORDED_SESSION = "UNRECORDED_SESSION"
 SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
+GONE_LIVE = "GONE_LIVE"
+"""A call a run hands to its upstream instead of the recording (``record --from-divergence``)."""
 BINDING_CODES = frozenset({UNRECORDED_SESSION, SCRIPT_EXHAUSTED})
 """Error codes of calls the server could not bind to a script (docs/format.md#binding)."""
 
@@ -228,6 +230,15 @@ class ScriptExhaustedError(BindingError):
     """A session asked for more model calls than its script holds."""
 
     code = SCRIPT_EXHAUSTED
+
+
+class GoneLiveError(BindingError):
+    """A session's call that leaves the recording in a run recording from the divergence: it
+    and every later call of the session go upstream (never answered to a client as is)."""
+
+    code = GONE_LIVE
+    call_index: int = 0
+    """The call of the script where the session went live (the cut)."""
 
 
 class CannotListenError(ReplayError):

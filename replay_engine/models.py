@@ -313,6 +313,29 @@ class SessionHeader(BaseModel):
                 "seedLength": plain_number(self.seedLength)}
 
 
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One message a request carries: its role (``user`` or ``tool``), text and, for a tool
+    result, the tool call it answers."""
+
+    role: str
+    text: str
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class LogContext:
+    """What a log holds besides its calls, taken in the same pass: its user messages and tool
+    results, each with its line. The recorded context of every call is cut from it
+    (``context.script_contexts``), in memory."""
+
+    lines: list[int] = field(default_factory=list)
+    items: list[ContextItem | tuple[str, bytes] | bool | None] = field(default_factory=list)
+    """Per line: ``None`` for an assistant message (what came before it was answered), a
+    ``(type, line)`` pair for a ``user/message`` / ``tool/result`` line, decoded into its
+    ``ContextItem`` the first time a context is cut (``False`` when it holds none)."""
+
+
 @dataclass(slots=True)
 class ScriptEntry:
     """One loaded call with what the debugger needs to explain it."""
@@ -357,6 +380,9 @@ class SessionScript:
     untimed: int = 0
     """Chunk events and packed rows of the log that left their time out (a projected log):
     recorded pacing has no gaps for them."""
+    said: LogContext | None = None
+    """The log's user messages and tool results, read with its calls (None: a script built
+    without its log, which has no recorded context)."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
         """The conformance JSON of this script."""

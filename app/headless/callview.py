@@ -18,7 +18,7 @@ from replay_engine import content_text as content_text
 from replay_engine import context_range as context_range
 from replay_engine import diff_context as diff_context
 from replay_engine import live_new_messages as live_new_messages
-from replay_engine import read_recorded_context as read_recorded_context
+from replay_engine import recorded_context as recorded_context
 
 
 @dataclass(frozen=True, slots=True)

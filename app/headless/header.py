@@ -65,6 +65,10 @@ class RecordFacts:
     scenario: str
     calls: Sequence[tuple[str, int]] = ()
     """(session, calls recorded) in the order sessions first called."""
+    title: str | None = None
+    """The first segment (None: ``● RECORDING → upstream``; going live says so)."""
+    stop: str = "s: stop and replay"
+    """The key that ends it."""
 
 
 def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
@@ -109,11 +113,11 @@ def record_lines(f: RecordFacts) -> tuple[Line, Line]:
     """The record-mode header: RECORDING → upstream and the calls per session, then where the
     agent points and where the recording goes."""
     total = sum(n for _, n in f.calls)
-    first = [Text(f"● RECORDING → {f.upstream}", style="bold white on red"),
+    first = [Text(f.title or f"● RECORDING → {f.upstream}", style="bold white on red"),
              Text(f"{total} call{'s' if total != 1 else ''} recorded", style="bold")]
     first += [Text(f"{_short(name, 20)} {n}") for name, n in f.calls]
     second = (Text.assemble("agent → ", (f"{f.url}/v1", "underline")),
-              Text("s: stop and replay", style="bold"), Text(f"into {f.scenario}", style="bold cyan"))
+              Text(f.stop, style="bold"), Text(f"into {f.scenario}", style="bold cyan"))
     return Line(tuple(first)), Line(second, path=2)
 
 

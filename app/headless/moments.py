@@ -26,6 +26,10 @@ STREAMING = "streaming"
 """A call of the followed run is streaming."""
 IDLE = "idle"
 """Sessions are bound and nothing is in flight: time for the verdict."""
+GOING_LIVE = "going-live"
+"""Calls of a session went live to the upstream (``--upstream`` without ``--record``)."""
+CAN_GO_LIVE = "can-go-live"
+"""A loaded scenario served with an upstream to go live to."""
 
 SCRIPTS = "scripts"
 CALL = "call"
@@ -37,7 +41,8 @@ SEARCH = "search"
 SPARE = "spare"
 """Offered in any moment, when the footer has room left."""
 
-STATE_MOMENTS = (RECORDING, LOAD_FAILED, UNFINISHED, UNBOUND, PAUSED, HANGING, STREAMING, IDLE)
+STATE_MOMENTS = (RECORDING, GOING_LIVE, CAN_GO_LIVE, LOAD_FAILED, UNFINISHED, UNBOUND, PAUSED,
+                 HANGING, STREAMING, IDLE)
 """State moments, in the order the footer offers their keys."""
 FOCUS_MOMENTS = (BANNER, SCRIPTS, CALL, LIVE)
 
@@ -47,6 +52,10 @@ class Situation:
     """What the moments are computed from (the app's state, without Textual)."""
 
     recording: bool = False
+    live: bool = False
+    """Calls went live and are recorded (the review is pending)."""
+    can_go_live: bool = False
+    """An upstream to go live to (``--upstream`` without ``--record``)."""
     load_failed: bool = False
     unfinished: bool = False
     loaded: bool = False
@@ -61,6 +70,10 @@ def moments(now: Situation) -> tuple[str, ...]:
     out: list[str] = []
     if now.recording:
         out.append(RECORDING)
+    if now.live:
+        out.append(GOING_LIVE)
+    if now.can_go_live:
+        out.append(CAN_GO_LIVE)
     if now.load_failed:
         out.append(LOAD_FAILED)
         if now.unfinished:

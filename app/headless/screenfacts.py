@@ -46,7 +46,12 @@ def record_facts(state: DebugState) -> RecordFacts | None:
     """The record-mode header's facts while recording (None otherwise)."""
     recording = state.recording
     if recording is None or not recording.active:
-        return None
+        recording = state.live
+        if recording is None or not recording.active:
+            return None
+        return RecordFacts(upstream=recording.upstream, url=state.url_label,
+                           scenario=str(state.options.scenario), calls=recording.counts(),
+                           title=recording.title, stop="V: review, then keep or discard")
     return RecordFacts(upstream=recording.upstream, url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 
@@ -89,6 +94,8 @@ def situation(state: DebugState, focus: str | None) -> Situation:
     loaded = state.scenario is not None
     return Situation(
         recording=state.recording is not None and state.recording.active,
+        live=state.live is not None and state.live.active,
+        can_go_live=state.live is not None and loaded,
         load_failed=error is not None, unfinished=error is not None and error.code == UNFINISHED_CALL,
         loaded=loaded, serving=state.url is not None, state=state.last_state,
         focus=focus if loaded or focus in ("banner", "live") else None)

@@ -38,6 +38,10 @@ class RecordingStatus(Protocol):
     def counts(self) -> list[tuple[str, int]]:
         """Calls recorded per session, in the order sessions first called."""
 
+    @property
+    def title(self) -> str | None:
+        """The header's first segment (None: ``● RECORDING → upstream``)."""
+
 
 @dataclass(slots=True)
 class AppOptions:
@@ -68,6 +72,11 @@ class AppOptions:
     and serve what was recorded."""
     force: bool = False
     """Record mode: record into a directory that already holds a scenario (kept as .bak.N)."""
+    live_from: bool = False
+    """``upstream`` without ``--record``: serve the scenario, and go live to the upstream from
+    a chosen call (``live_from.py``) instead of recording first."""
+    from_divergence: bool = False
+    """With ``live_from``: each session goes live at its first diverged call by itself."""
     allow_hosts: tuple[str, ...] = ()
     """Host / Origin names served besides loopback and the listening address."""
     mode: StepMode = "run"
@@ -100,6 +109,8 @@ class DebugState:
     """The user picked the run to follow; until then the screen follows the first run that binds."""
     recording: RecordingStatus | None = None
     """Record mode's recording (None when not recording)."""
+    live: RecordingStatus | None = None
+    """The live-from recording (``--upstream`` without ``--record``; None otherwise)."""
     last_state: RunState | None = None
     """The followed run as last painted."""
 

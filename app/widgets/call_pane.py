@@ -22,17 +22,15 @@ from replay_engine import CallRecord, SessionScript
 
 from ..headless.callview import (
     ContextItem,
-    assemble,
-    context_range,
     diff_context,
     entry_chunks,
     live_new_messages,
-    pretty_arguments,
-    read_recorded_context,
+    recorded_context,
 )
 from ..headless.scriptinfo import show_tokens
 from .chunk_list import ChunkList, TextLines
 from .line_list import LineList
+from .output_view import output_view
 from .rendered_lines import RenderedLines
 
 TABS = ("output", "chunks", "request", "raw")
@@ -64,8 +62,8 @@ class CallPane(Widget):
         self._outcome: str | None = None
         self._about: Text | None = None
         self._shown_title = ""
-        self._context_cache: dict[tuple[str, int, int], list[ContextItem]] = {}
         self.context_loaded = asyncio.Event()
+        """Set once the Request tab shows its recorded context (loaded with the scripts)."""
         self.request_rows: list[tuple[str, str, str]] = []
         """The request tab's rows as plain text: (mark, live message, recorded message)."""
 
@@ -198,26 +196,7 @@ class CallPane(Widget):
         if view is None:
             return self._about if self._about is not None else Text(NOTHING)
         item = view.script.entries[view.call_index]
-        out = assemble(item)
-        ids = view.live_ids or {}
-        parts: list[RenderableType] = [self._title()]
-        for block in out.blocks:
-            if block.kind == "tool-call":
-                head = f"── tool call {block.name or '?'}" + (f" ({block.call_id})" if block.call_id else "")
-                parts += [Text(head, style="bold cyan"),
-                          Text(show_tokens(pretty_arguments(block.text), ids))]
-            else:
-                style = "bold magenta" if block.kind == "reasoning" else "bold green"
-                parts += [Text(f"── {block.kind}", style=style),
-                          Text(show_tokens(block.text, ids),
-                               style="italic" if block.kind == "reasoning" else "")]
-        if out.usage is not None:
-            usage = " · ".join(f"{k} {v}" for k, v in out.usage.items())
-            parts.append(Text(f"── usage: {usage}", style="yellow"))
-        parts.append(Text(f"── finish: {out.finish or '-'}", style="bold"))
-        if out.error:
-            parts.append(Text(f"── {show_tokens(out.error, ids)}", style="bold red"))
-        return Group(*parts)
+        return output_view(self._title(), item, view.live_ids or {})
 
     def _request(self) -> RenderableType:
         view = self.view
@@ -229,7 +208,7 @@ class CallPane(Widget):
             live: list[ContextItem] = []
             head.append("\nnot requested yet in this run", style="italic")
         else:
-            live = live_new_messages(record.messages)
+            live = live_new_messages(record.messages, record.dialect)
             wire = f" over {record.dialect}" if record.dialect else ""
             head.append(f"\nlive request{wire}: call id {record.call_id}, session "
                         f"{record.session if record.session is not None else '(anonymous)'}, "
@@ -251,30 +230,12 @@ class CallPane(Widget):
         return Group(head, table)
 
     def _recorded_context(self, view: CallView) -> list[ContextItem] | None:
-        span = context_range(view.script, view.call_index)
-        if span is None or view.script.file is None:
-            return None
-        key = (view.script.file, span[0], span[1])
-        cached = self._context_cache.get(key)
-        if cached is None:
-            self.context_loaded.clear()
-            self.run_worker(self._load_context(key), exclusive=True, group="context")
-            return []
-        return cached
-
-    async def _load_context(self, key: tuple[str, int, int]) -> None:
-        file, first, last = key
-        try:
-            items = await asyncio.to_thread(read_recorded_context, file, first, last)
-        except OSError as exc:
-            items = [ContextItem("error", f"cannot read {file}: {exc.strerror}")]
-        self._context_cache[key] = items
-        if self.active == "request":
-            self.query_one("#request", RenderedLines).set_renderable(self._request())
+        """What the log held before the call, as loaded with the scripts (no file is read)."""
+        found = recorded_context(view.script, view.call_index)
         self.context_loaded.set()
+        return found
 
     def forget_context(self) -> None:
-        """Drop cached recorded context and rendered output (after a reload the logs may have
-        changed)."""
-        self._context_cache.clear()
+        """Drop the rendered output (after a reload the scripts, and the recorded context they
+        carry, may have changed)."""
         self.query_one("#output", RenderedLines).forget()

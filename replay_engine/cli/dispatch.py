@@ -46,6 +46,11 @@ def _record(sub: Any) -> None:
     record.register(sub)
 
 
+def _diff(sub: Any) -> None:
+    from . import diff
+    diff.register(sub)
+
+
 def _demo_agent(sub: Any) -> None:
     from . import demo_agent
     demo_agent.register(sub)
@@ -63,6 +68,7 @@ SUBCOMMAND_MODULES: dict[str, tuple[Register, str]] = {
         _record,
         "record a live agent run against an upstream provider into a scenario directory",
     ),
+    "diff": (_diff, "compare two scenarios call by call (a re-recording's review)"),
     "demo-agent": (
         _demo_agent,
         "drive every recorded call of a running replay server with a small official-SDK client",

@@ -60,6 +60,18 @@ def register(subparsers: Any) -> None:
                    "rules; matches become stable {{scrubbed:NAME-HASH}} tokens")
     p.add_argument("--force", action="store_true",
                    help="record into a directory holding a scenario; its files are kept as .bak.N")
+    p.add_argument("--from-divergence", action="store_true",
+                   help="repair the scenario SCENARIO_DIR holds: serve it, and send each session "
+                   "upstream from its first call that leaves the recording; the result replaces "
+                   "the rest of that session (installed on stop when every upstream call "
+                   "succeeded, the old files kept as .bak.N)")
+    p.add_argument("--from", dest="cuts", action="append", default=None,
+                   metavar="SCRIPT:CALL",
+                   help="with --from-divergence: also record anew from this call (numbered from "
+                   "0 as the debugger numbers them) even when its request matches; repeatable")
+    p.add_argument("--keep-failures", action="store_true",
+                   help="with --from-divergence: install the result even when an upstream call "
+                   "failed")
     p.set_defaults(handler=run_record)
 
 
@@ -105,7 +117,16 @@ async def _record(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    """Handler of ``dsh-replay record``."""
+    """Handler of ``dsh-replay record`` (``--from-divergence``: ``cli.repair``)."""
+    if args.from_divergence or args.cuts:
+        from .repair import run_repair
+
+        if args.force or args.pack or args.log_format != DEFAULT_FORMAT:
+            print("dsh-replay: error: --from-divergence keeps each log's own format and the "
+                  "scenario's files; --force, --pack and --format do not apply to it",
+                  file=sys.stderr)
+            return 2
+        return run_repair(args)
     warning = loopback_warning(args.host, RECORDING_EXPOSES, allow_hosts=False)
     if warning is not None:
         print(f"dsh-replay: {warning}", file=sys.stderr, flush=True)

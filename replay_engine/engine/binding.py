@@ -13,17 +13,18 @@ from typing import Any
 
 import msgspec
 
-from ..context import ContextItem, live_new_messages
+from ..context import ContextItem
 from ..divergence import divergence, same_content
-from ..errors import BindingError, ScriptExhaustedError, UnrecordedSessionError
+from ..errors import BindingError, GoneLiveError, ScriptExhaustedError, UnrecordedSessionError
 from ..excerpt import EXCERPT_TEXT, excerpt
 from ..jsonlimits import encode_json
 from ..models import AnyEntry, ChunksEntry, HangEntry, ScriptEntry, SessionScript, ThrowEntry, entry_to_json
+from ..requests import live_new_messages
 from . import events as ev
 from .claims import BindMode, claim_script, note_announcements
 from .placeholders import MARKER, resolve_scripted_entry
 from .recorded import Context, RecordedContexts
-from .state import Binding, Call, CallRecord, Run, session_label
+from .state import Binding, Call, CallRecord, GoLive, Run, session_label
 from .tokens import TOKEN_MARKER, resolve_session_tokens
 
 _MARKER_BYTES = MARKER.encode()
@@ -56,7 +57,7 @@ def bind_call(
     session claim the script whose first call it matches.
     """
     if contexts is not None and messages is not None:
-        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages))
+        live = tuple(live_new_messages(run.scrub(messages) if run.scrub else messages, dialect))
     else:
         live = None
     binding = run.bindings.get(session_id)
@@ -77,7 +78,7 @@ def bind_call(
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
                 emit(ev.BindingFailed(run.name, session_id, err.code, err.message, retry,
-                                      messages))
+                                      messages, dialect=dialect))
             try:
                 raise err
             finally:  # the error's traceback holds this frame: no cycle through the local
@@ -99,13 +100,16 @@ def bind_call(
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
                     model, retry, dialect, bound_by=binding.rule)
             emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
-                                 binding.script_index, binding.cursor))
+                                 binding.script_index, binding.cursor, dialect=dialect))
         err2.script_index = binding.script_index
         try:
             raise err2
         finally:  # as above: no cycle keeping the messages until the collector runs
             del err2
     call_index = binding.cursor
+    if run.go_live is not None and dialect in run.overflow:
+        _maybe_go_live(run.go_live, binding, call_index, length, live, contexts, session_id,
+                       run.name)
     binding.cursor += 1
     if len(scripts) > 1:
         note_announcements(run, len(scripts), messages)
@@ -129,6 +133,24 @@ def bind_call(
                        scripted.entry.kind, retry or record.retry_detected, dialect)
     )
     return call
+
+
+def _maybe_go_live(go_live: GoLive, binding: Binding, call_index: int, length: int,
+                   live: Context | None, contexts: RecordedContexts | None,
+                   session_id: str | None, run: str) -> None:
+    """Raise GoneLiveError when ``go_live`` sends this call upstream: the session's cursor then
+    stands past its script, so every later call of it overflows upstream too."""
+    recorded = contexts.at(binding.script_index, call_index) if contexts is not None else None
+    found = divergence(live, recorded) if live is not None and recorded is not None else None
+    if not go_live(binding.script_index, call_index, found):
+        return
+    binding.cursor = length
+    binding.live_from = call_index
+    err = GoneLiveError(f"the session goes live from call #{call_index} "
+                        f"[{session_label(session_id)}, script {binding.script_index}, run {run}]")
+    err.script_index = binding.script_index
+    err.call_index = call_index
+    raise err
 
 
 def _compare(binding: Binding, record: CallRecord, live: Context, contexts: RecordedContexts,

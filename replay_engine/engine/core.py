@@ -48,6 +48,7 @@ from .state import (
     DEFAULT_RUN_LIMIT,
     Call,
     CallRecord,
+    GoLive,
     Run,
     RunState,
     StepMode,
@@ -424,6 +425,11 @@ class ReplayEngine:
         r = self._run(run)
         r.overflow = r.overflow if overflow is None else overflow
         r.scrub = scrub or r.scrub
+
+    def set_go_live(self, run: str, rule: GoLive | None) -> None:
+        """Which of ``run``'s bound calls on its overflow wires leave the recording for the
+        upstream, with every later call of their session (``GoneLiveError``; None: none)."""
+        self._run(run).go_live = rule
 
     def stage(self, scripts: Sequence[SessionScript]) -> StagedScripts:
         """Do a reload's slow part now (the placeholder scan, the diff): safe in a worker

@@ -121,6 +121,8 @@ class BindingFailed(SessionEvent):
     """The script the session is bound to (None: it arrived from an unrecorded session)."""
     call_index: int | None = None
     """The call number the session asked for, from 0 (None: an unrecorded session)."""
+    dialect: str | None = None
+    """The wire the refused request arrived on (how its messages are read)."""
 
 
 @dataclass(frozen=True, slots=True)

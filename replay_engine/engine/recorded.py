@@ -1,12 +1,13 @@
-"""The recorded context of every call, read once per script and kept until the scripts change:
-what each live request is compared with (divergence, retries, binding by content)."""
+"""The recorded context of every call, as loaded with the scripts (``SessionScript.said``, read
+in the same pass over the log as the calls) and replaced with them on reload: what each live
+request is compared with (divergence, retries, binding by content). No file is read here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..context import ContextItem, script_contexts
-from ..models import SessionScript
+from ..context import script_contexts
+from ..models import ContextItem, SessionScript
 
 Context = tuple[ContextItem, ...]
 
@@ -21,7 +22,7 @@ class RecordedContexts:
         self._cache: dict[int, list[Context | None]] = {}
 
     def replace(self, scripts: Sequence[SessionScript]) -> None:
-        """Forget every context (the scripts were reloaded)."""
+        """Take the contexts of reloaded scripts (those of the old ones are forgotten)."""
         self._scripts = scripts
         self._cache.clear()
 
@@ -31,9 +32,5 @@ class RecordedContexts:
         if found is None:
             if not 0 <= script_index < len(self._scripts):  # -1 is no script, not the last
                 return None
-            try:
-                found = script_contexts(self._scripts[script_index])
-            except OSError:
-                found = []  # the log went away since it was loaded: nothing to compare with
-            self._cache[script_index] = found
+            found = self._cache[script_index] = script_contexts(self._scripts[script_index])
         return found[call_index] if 0 <= call_index < len(found) else None

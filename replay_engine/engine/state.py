@@ -154,7 +154,12 @@ class Binding:
     """The new content of the session's previous request (to see a retry)."""
     last_failed: bool = False
     """The session's previous call ended in a scripted failure."""
+    live_from: int | None = None
+    """The call where the session went live (``Run.go_live``): it and later calls go upstream."""
 
+
+GoLive = Callable[[int, int, Divergence | None], bool]
+"""``Run.go_live``: (script index, call index, the call's divergence) → send it upstream."""
 
 DEFAULT_JOURNAL_LIMIT = 10_000
 """Calls a run's journal keeps by default; beyond it the oldest are dropped."""
@@ -187,6 +192,9 @@ class Run:
     scrub: Callable[[Any], Any] | None = None
     """Applied to a live request's messages before they are compared with the recording
     (the scrub its recording went through)."""
+    go_live: GoLive | None = None
+    """Whether a bound call goes live instead of being served (script, call, its divergence):
+    recording from the divergence. Only for calls on the ``overflow`` wires."""
 
 
     def in_use(self) -> bool:

@@ -31,6 +31,7 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    conversation_of,
     key_of,
     rebuild_events,
     upstream_error_message,
@@ -223,25 +224,6 @@ def _events_of_message(message: dict[str, Any]) -> list[SseEvent]:
     return out
 
 
-def _user_parts(i: int, message: dict[str, Any]) -> list[RequestMessage]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return [RequestMessage("user", content, None, message)]
-    out: list[RequestMessage] = []
-    rest: list[Any] = []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            call_id = block.get("tool_use_id")
-            out.append(RequestMessage("tool", block.get("content"),
-                                      call_id if isinstance(call_id, str) else None,
-                                      {"message": i, "block": block}))
-        else:
-            rest.append(block)
-    if rest:
-        out.append(RequestMessage("user", rest, None, {"message": i, "blocks": rest}))
-    return out
-
-
 class AnthropicMessages:
     """The Anthropic Messages wire (docs/format.md#wire-anthropic)."""
 
@@ -249,18 +231,8 @@ class AnthropicMessages:
     routes: tuple[str, ...] = ("/v1/messages",)
 
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
-        """User text is a ``user`` message, each ``tool_result`` block a ``tool`` one."""
-        found = body.get("messages")
-        out: list[RequestMessage] = []
-        for i, message in enumerate(found if isinstance(found, list) else []):
-            if not isinstance(message, dict):
-                continue
-            if message.get("role") == "user":
-                out += _user_parts(i, message)
-            else:
-                out.append(RequestMessage(str(message.get("role", "")), message.get("content"),
-                                          None, message))
-        return out
+        """The request's conversation as the Messages request reading has it."""
+        return conversation_of(self.name, body)
 
     def rebuilder(self) -> MessagesRebuilder:
         return MessagesRebuilder()

@@ -1,7 +1,9 @@
 """The seam between the recorder and a wire dialect: what one dialect must say to be recorded.
 
 A :class:`RecordDialect` names its model-call routes, reads a request's conversation
-(:class:`RequestMessage` per message) and turns the upstream's answer back into recorded
+(:class:`RequestMessage` per message, as ``replay_engine.requests`` reads the dialect's
+requests for every reader: what a recording writes as a call's context is what a replay
+compares a live request with) and turns the upstream's answer back into recorded
 chunks exactly as a client of that wire rebuilds them (docs/format.md#recording): ``rebuilder()`` folds
 server-sent events as they arrive, ``completion_chunks`` reads a ``stream: false`` answer.
 One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``, ``gemini``)
@@ -18,6 +20,8 @@ from typing import Any, Protocol
 
 from ..errors import UpstreamStreamError
 from ..jsonlimits import DEPTH_PROBLEM, too_deep
+from ..requests import READERS
+from ..requests import RequestMessage as RequestMessage
 
 Chunk = dict[str, Any]
 INVALID_RESPONSE = "INVALID_RESPONSE"
@@ -91,19 +95,6 @@ class SseParser:
         return n, 1
 
 
-@dataclass(frozen=True, slots=True)
-class RequestMessage:
-    """One message of a request, as the turn inference and the log events need it."""
-
-    role: str
-    """``user``, ``tool``, ``assistant`` or ``system`` (the dialect maps its own roles)."""
-    content: Any
-    call_id: str | None = None
-    """For a tool result: the tool call it answers."""
-    raw: Any = None
-    """The message exactly as the request sent it (compared to find the new ones)."""
-
-
 @dataclass(slots=True)
 class Block:
     """One content block a rebuilder assembles: the pieces its deltas added, and what names it
@@ -167,6 +158,12 @@ class RecordDialect(Protocol):
 
     def error_message(self, status: int, body: bytes) -> str:
         """The upstream's error message from an error answer's body."""
+
+
+def conversation_of(dialect: str, body: dict[str, Any]) -> list[RequestMessage]:
+    """A request body's conversation as the dialect's request reading has it."""
+    reader = READERS[dialect]
+    return reader.conversation(reader.corpus(body))
 
 
 def upstream_json(text: str | bytes) -> Any:

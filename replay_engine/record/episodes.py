@@ -47,13 +47,17 @@ class LogTail:
     step: int = 0
 
 
-def log_tail(path: Path) -> LogTail:
-    """Read a log to its end: the next seq (packed rows count their members; a projected
-    event without ``seq`` counts as the events before it) and its last turn and step."""
-    next_seq = count = turn = step = 0
+def log_tail(path: Path, end: int | None = None) -> LogTail:
+    """Read a log to its end (or its first ``end`` bytes): the next seq (packed rows count their
+    members; a projected event without ``seq`` counts as the events before it) and its last
+    turn and step."""
+    next_seq = count = turn = step = read = 0
     header = True
     with open(path, "rb") as handle:
         for raw in handle:
+            read += len(raw)
+            if end is not None and read > end:
+                break
             if not raw.strip():
                 continue
             if header:

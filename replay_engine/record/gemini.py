@@ -32,6 +32,7 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    conversation_of,
     rebuild_events,
     upstream_error_message,
 )
@@ -167,24 +168,6 @@ class GeminiRebuilder:
         return {"kind": kind} if kind else {"kind": "stop", "stopReason": self._finish}
 
 
-def _user_parts(content: dict[str, Any]) -> list[RequestMessage]:
-    parts = content.get("parts")
-    out: list[RequestMessage] = []
-    rest: list[Any] = []
-    for part in parts if isinstance(parts, list) else []:
-        answer = part.get("functionResponse") if isinstance(part, dict) else None
-        if isinstance(answer, dict):
-            ident = answer.get("id")
-            name = answer.get("name")
-            call_id = ident if isinstance(ident, str) else name if isinstance(name, str) else None
-            out.append(RequestMessage("tool", answer.get("response"), call_id, part))
-        else:
-            rest.append(part)
-    if rest:
-        out.append(RequestMessage("user", rest, None, {"role": "user", "parts": rest}))
-    return out
-
-
 class Gemini:
     """The Google Gemini wire (docs/format.md#wire-gemini)."""
 
@@ -192,21 +175,8 @@ class Gemini:
     routes: tuple[str, ...] = ROUTES
 
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
-        """``systemInstruction`` a ``system`` message, user text a ``user`` one, each
-        ``functionResponse`` part a ``tool`` one; the model's own turns are assistant."""
-        out: list[RequestMessage] = []
-        system = body.get("systemInstruction")
-        if system is not None:
-            out.append(RequestMessage("system", system, None, system))
-        found = body.get("contents")
-        for content in found if isinstance(found, list) else []:
-            if not isinstance(content, dict):
-                continue
-            if content.get("role", "user") == "user":
-                out += _user_parts(content)
-            else:
-                out.append(RequestMessage("assistant", content.get("parts"), None, content))
-        return out
+        """The request's conversation as the Gemini request reading has it."""
+        return conversation_of(self.name, body)
 
     def rebuilder(self) -> GeminiRebuilder:
         return GeminiRebuilder()

@@ -18,6 +18,7 @@ from .dialect import (
     SseEvent,
     as_dict,
     as_list,
+    conversation_of,
     key_of,
     stream_error,
     upstream_error_message,
@@ -150,17 +151,8 @@ class OpenAIChat:
     routes: tuple[str, ...] = ("/v1/chat/completions",)
 
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
-        found = body.get("messages")
-        out: list[RequestMessage] = []
-        for message in found if isinstance(found, list) else []:
-            if not isinstance(message, dict):
-                continue
-            role = str(message.get("role", ""))
-            role = "system" if role == "developer" else role
-            call_id = message.get("tool_call_id")
-            out.append(RequestMessage(role, message.get("content"),
-                                      call_id if isinstance(call_id, str) else None, message))
-        return out
+        """The request's conversation as the chat request reading has it."""
+        return conversation_of(self.name, body)
 
     def rebuilder(self) -> ChatRebuilder:
         return ChatRebuilder()

@@ -32,6 +32,7 @@ from .dialect import (
     RequestMessage,
     SseEvent,
     StreamFailure,
+    conversation_of,
     key_of,
     rebuild_events,
     upstream_error_message,
@@ -203,20 +204,6 @@ def _events_of_response(response: dict[str, Any]) -> list[SseEvent]:
     return out
 
 
-def _item_message(item: Any) -> RequestMessage:
-    if isinstance(item, dict):
-        kind = item.get("type")
-        if kind == "function_call_output":
-            call_id = item.get("call_id")
-            return RequestMessage("tool", item.get("output"),
-                                  call_id if isinstance(call_id, str) else None, item)
-        role = item.get("role")
-        if kind in (None, "message") and role in ("user", "system", "developer"):
-            return RequestMessage("user" if role == "user" else "system", item.get("content"),
-                                  None, item)
-    return RequestMessage("assistant", item, None, item)
-
-
 class OpenAIResponses:
     """The OpenAI Responses wire (docs/format.md#wire-responses)."""
 
@@ -224,12 +211,8 @@ class OpenAIResponses:
     routes: tuple[str, ...] = ("/v1/responses",)
 
     def messages(self, body: dict[str, Any]) -> list[RequestMessage]:
-        """Input message items by role, each ``function_call_output`` a ``tool`` message; the
-        model's own items (function calls, reasoning, assistant messages) are assistant."""
-        found = body.get("input")
-        if isinstance(found, str):  # the same as one user message item, for the next call
-            return [RequestMessage("user", found, None, {"role": "user", "content": found})]
-        return [_item_message(item) for item in (found if isinstance(found, list) else [])]
+        """The request's conversation as the Responses request reading has it."""
+        return conversation_of(self.name, body)
 
     def rebuilder(self) -> ResponsesRebuilder:
         return ResponsesRebuilder()

@@ -27,7 +27,7 @@ import re
 import runpy
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +191,7 @@ class Scrubber:
             return read(body)
         if self.before_record_request is not None:
             body = self._hook(self.before_record_request, "before_record_request", body)
-        return [replace(m, content=self.value(m.content)) for m in read(body)]
+        return read(self.value(body))
 
     def chunks(self, chunks: list[Chunk]) -> list[Chunk]:
         """The call's chunks scrubbed for the log (as many as given, in order)."""

@@ -72,6 +72,26 @@ def install(scenario: Path, files: Mapping[str, bytes], remove: Sequence[str] = 
     return backups
 
 
+def check_loads(scenario: Path, attempt: Path, files: Mapping[str, bytes],
+                remove: Sequence[str] = ()) -> None:
+    """Load the scenario as it would be with ``files`` written in and ``remove`` gone, in a
+    trial copy inside the attempt (ReplayError when it would not load)."""
+    from ..scenario.loading import load_scenario
+
+    trial = attempt / ".merged"
+    shutil.rmtree(trial, ignore_errors=True)
+    trial.mkdir()
+    try:
+        for path in existing_scenario_files(scenario):
+            if path.name not in remove:
+                (trial / path.name).write_bytes(path.read_bytes())
+        for name, data in files.items():
+            (trial / name).write_bytes(data)
+        load_scenario(trial)
+    finally:
+        shutil.rmtree(trial, ignore_errors=True)
+
+
 def promote(attempt: Path, scenario: Path) -> list[Path]:
     """Make the attempt's recording the scenario: its scenario files replace the old ones, and
     old ones it has no counterpart for are removed (all kept as backups); the attempt

@@ -149,10 +149,10 @@ class SessionLog:
         for message in call.new_messages:
             if message.role == "tool":
                 data = {**where, "callId": message.call_id, "role": "tool",
-                        "content": message.content}
+                        "content": message.text}
                 lines.append(self._event("tool/result", call.started, data))
             else:
-                data = {**where, "role": "user", "content": message.content}
+                data = {**where, "role": "user", "content": message.text}
                 lines.append(self._event("user/message", call.started, data))
         ended = call.timed[-1][1] if call.timed else call.started
         if self.generation:

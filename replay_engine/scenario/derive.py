@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import ChunksEntry, ScriptEntry
+from ..context import ASSISTANT_MESSAGE
+from ..models import ChunksEntry, LogContext, ScriptEntry
 from .callkeys import Undefined, call_key, js_string
 from .feeds import CallFeed
 
@@ -19,11 +20,20 @@ __all__ = ["Deriver", "call_key", "derive_replay_script", "js_string"]
 class Deriver(CallFeed):
     """Groups chunk events into calls; ``finish()`` returns the script."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "context")
+    wants_said = True
 
     def __init__(self, file: str | None = None, *, lenient: bool = False) -> None:
         super().__init__(file, lenient=lenient)
         self.entries: list[ScriptEntry] = []
+        self.context = LogContext()
+        """The log's user messages, tool results and assistant messages by line."""
+
+    def said(self, kind: str, line: int, raw: bytes) -> None:
+        """Keep a context line: an assistant message as the mark that closes what came
+        before, a user or tool line as is (decoded when a context is first cut from it)."""
+        self.context.lines.append(line)
+        self.context.items.append(None if kind == ASSISTANT_MESSAGE else (kind, raw))
 
     def _keep(self, key: str, chunks: list[Any], times: Any) -> None:
         entry = ChunksEntry.model_construct(kind="chunks", chunks=chunks)

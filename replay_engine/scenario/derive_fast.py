@@ -15,7 +15,7 @@ from itertools import chain
 from pathlib import Path
 from typing import BinaryIO
 
-from ..models import ScriptEntry, SessionHeader
+from ..models import LogContext, ScriptEntry, SessionHeader
 from .derive import Deriver
 from .layout import generation_of
 from .logs import ensure_log_file, unreadable_log_error
@@ -42,6 +42,8 @@ class LoadedLog:
     """Chunk events and packed rows that left their time out (see ``CallFeed.untimed``)."""
     unfinished: list[int] = field(default_factory=list)
     """Indices of the calls kept without a finish chunk (lenient reading only)."""
+    said: LogContext | None = None
+    """The log's user messages and tool results, read with the calls (``context``)."""
 
 
 def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = None,
@@ -101,4 +103,5 @@ def derive_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generat
     found = read_log(lines, file, deriver, child=use_seed, generation=generation)
     entries = deriver.finish()
     header = SessionHeader(**found.fields) if found.fields else SessionHeader()
-    return LoadedLog(header, entries, found.event_count, deriver.untimed, deriver.unfinished)
+    return LoadedLog(header, entries, found.event_count, deriver.untimed, deriver.unfinished,
+                     deriver.context)

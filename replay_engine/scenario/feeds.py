@@ -36,6 +36,8 @@ class CallFeed:
                  "_first_line", "_last_line")
     keeps = True
     """Whether the reader must build every chunk (False: packed members are placeholders)."""
+    wants_said = False
+    """Whether the reader hands over the log's context lines (``said``)."""
 
     def __init__(self, file: str | None = None, *, lenient: bool = False) -> None:
         self.file = file
@@ -150,6 +152,10 @@ class CallFeed:
             self.unfinished.append(self.count)
         self._keep(key, chunks, times)
         self.count += 1
+
+    def said(self, kind: str, line: int, raw: bytes) -> None:
+        """A ``user/message``, ``tool/result`` or ``assistant/message`` line (``kind``): what
+        the calls after it were answering (only a feed that ``wants_said`` is handed them)."""
 
     def compaction(self, data: Any, time: Any, line: int, suspect: bool = True) -> None:
         """A ``compaction/summary`` event; a model call when ``llmStreamCall`` is true.

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import LogParseError
+from ..logevents import SAID_TYPES
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, kept_may_fail
@@ -120,94 +122,138 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
     its header's ``version`` must be the file name's ``generation``."""
     header: dict[str, Any] | None = None
     fields: dict[str, Any] = {}
-    header_line = 0
-    index = 0
-    number = 0
+    header_line = index = number = first_of_kind = 0
     projected: bool | None = None
-    first_of_kind = 0
     markers: list[tuple[int, int]] = []  # (event index, line) of inherited end-seed markers
     pending: list[tuple[int, Any]] = []  # a child's calls until its cut is known
     keeps = feed.keeps
+    said = feed.said if feed.wants_said else None
     decode = _decoder(keeps).decode
     unset = msgspec.UNSET
-    last_turn: Any = _NOTHING  # the turn and step objects of the last settlement, and its key
-    last_step: Any = _NOTHING
-    last_key = key = ""
-    event: _Event | _CheckedEvent | _LooseEvent
+    keys = _Keys()
+    event: _Event | _CheckedEvent | _LooseEvent | None
     try:
         for raw in lines:
             number += 1
             if header is None:
-                blank, value = decode_line(raw, file, number)
-                if blank:
-                    continue
-                if not isinstance(value, dict):
-                    raise log_error(file, number, "the header is not a JSON object",
-                                    'the first line must be the session header {"type":'
-                                    '"session","version":K,"id":…,"createdAt":…}')
-                fields = header_fields(value, file, number)
-                check_generation(value, file, generation, number)
-                header, header_line = value, number
+                if (read := _header(raw, file, number, generation)) is not None:
+                    (header, fields), header_line = read, number
                 continue
             try:
                 event = decode(raw)
             except (msgspec.DecodeError, RecursionError):
-                loose = _loose_event(raw, file, number)
-                if loose is None:
+                if (event := _loose_event(raw, file, number)) is None:
                     continue
-                event = loose
             untimed = event.seq is unset
-            if untimed is not (event.time is unset):
-                has_seq = not untimed
-                raise log_error(file, number, f"the event has {'seq' if has_seq else 'time'} "
-                                f"but no {'time' if has_seq else 'seq'}", "an event carries "
-                                "both seq and time, or (in a projected log) neither")
-            if projected is not untimed:
-                if projected is None:
+            if untimed is not (event.time is unset) or projected is not untimed:
+                if projected is None and untimed is (event.time is unset):
                     projected, first_of_kind = untimed, number
                 else:
-                    kinds = ("projected", "complete") if projected else ("complete", "projected")
-                    raise log_error(file, number, f"a {kinds[1]} event in a {kinds[0]} log (its "
-                                    f"first event, line {first_of_kind}, is {kinds[0]})",
-                                    "write every event with seq and time, or every event "
-                                    "without")
+                    raise _envelope_error(event, projected, first_of_kind, file, number)
             kind = event.type
+            item: Any = None
             if kind == MESSAGE or kind == ATTEMPT:
-                data = event.data
-                found = None
-                if data is not None:
-                    turn, step = data.turn, data.step
-                    if turn is not last_turn or step is not last_step:  # else: small ints
-                        last_turn, last_step, last_key = turn, step, call_key(turn, step)
-                    key = last_key
-                    if type(data) is not _LooseData and type(data.stream) is list:
-                        found = fast_stream(data.stream, keeps)
-                if found is None:  # any doubt: the exact rules, which name the problem
-                    item = _settlement(event, raw, file, number, keeps, key)
-                elif found[2]:
-                    item = (key, found[0], found[1], number, found[3])
-                else:
-                    item = None
-                if item is not None:
-                    if child:
-                        pending.append((index, item))
-                    else:
-                        feed.call(*item)
+                item = _settlement_call(event, raw, file, number, keeps, keys)
             elif kind == COMPACTION:
-                data = _full_data(raw, file, number)
-                time = 0 if projected else event.time
-                suspect = len(raw) > KEPT_GATE and kept_may_fail(raw)
-                if child:
-                    pending.append((index, (data, time, number, suspect)))
-                else:
-                    feed.compaction(data, time, number, suspect)
+                item = (_full_data(raw, file, number), 0 if projected else event.time, number,
+                        len(raw) > KEPT_GATE and kept_may_fail(raw))
             elif kind == END_SEED and event.data is not None and event.data.inherited is True:
                 markers.append((index, number))
+            if item is not None:
+                if child:
+                    pending.append((index, item))
+                else:
+                    _feed_item(feed, item)
+            if said is not None and type(kind) is str and kind in SAID_TYPES:
+                said(kind, number, raw)
             index += 1
     except RecursionError:
         raise too_deep_line_error(file, number) from None
+    inherited = _inherited_cut(header, header_line, markers, file, number)
+    for at, item in pending:
+        if at >= inherited:
+            _feed_item(feed, item)
+    assert header is not None
+    fields["seedLength"] = inherited
+    return GenerationLog(header, fields, inherited, index)
+
+
+def _header(raw: bytes, file: str | None, line: int,
+            generation: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The header line, checked, and its facts (None: a blank line before it)."""
+    blank, value = decode_line(raw, file, line)
+    if blank:
+        return None
+    if not isinstance(value, dict):
+        raise log_error(file, line, "the header is not a JSON object",
+                        'the first line must be the session header {"type":'
+                        '"session","version":K,"id":…,"createdAt":…}')
+    fields = header_fields(value, file, line)
+    check_generation(value, file, generation, line)
+    return value, fields
+
+
+def _envelope_error(event: _Event | _CheckedEvent | _LooseEvent, projected: bool | None,
+                    first_of_kind: int, file: str | None, line: int) -> LogParseError:
+    """An event with ``seq`` but no ``time`` (or the reverse), or a projected event in a
+    complete log (or the reverse)."""
+    has_seq = event.seq is not msgspec.UNSET
+    if has_seq is (event.time is msgspec.UNSET):
+        return log_error(file, line, f"the event has {'seq' if has_seq else 'time'} "
+                         f"but no {'time' if has_seq else 'seq'}", "an event carries "
+                         "both seq and time, or (in a projected log) neither")
+    kinds = ("projected", "complete") if projected else ("complete", "projected")
+    return log_error(file, line, f"a {kinds[1]} event in a {kinds[0]} log (its "
+                     f"first event, line {first_of_kind}, is {kinds[0]})",
+                     "write every event with seq and time, or every event without")
+
+
+class _Keys:
+    """Call keys of settlements, the last one kept (turn and step are the same small ints)."""
+
+    __slots__ = ("turn", "step", "key")
+
+    def __init__(self) -> None:
+        self.turn: Any = _NOTHING
+        self.step: Any = _NOTHING
+        self.key = ""
+
+    def of(self, turn: Any, step: Any) -> str:
+        if turn is not self.turn or step is not self.step:
+            self.turn, self.step, self.key = turn, step, call_key(turn, step)
+        return self.key
+
+
+def _settlement_call(event: _Event | _CheckedEvent | _LooseEvent, raw: bytes, file: str | None,
+                     line: int, keeps: bool, keys: _Keys) -> Call | None:
+    """A settlement's call by its typed records, or by the exact rules when in doubt (None:
+    an empty stream)."""
+    data = event.data
+    found = None
+    key = keys.key
+    if data is not None:
+        key = keys.of(data.turn, data.step)
+        if type(data) is not _LooseData and type(data.stream) is list:
+            found = fast_stream(data.stream, keeps)
+    if found is None:  # any doubt: the exact rules, which name the problem
+        return _settlement(event, raw, file, line, keeps, key)
+    return (key, found[0], found[1], line, found[3]) if found[2] else None
+
+
+def _feed_item(feed: CallFeed, item: tuple[Any, ...]) -> None:
+    """Feed one call (five fields) or compaction (four) read from the log."""
+    if len(item) == 5:
+        feed.call(*item)
+    else:
+        feed.compaction(*item)
+
+
+def _inherited_cut(header: dict[str, Any] | None, header_line: int,
+                   markers: list[tuple[int, int]], file: str | None, last_line: int) -> int:
+    """The inherited-event count: the index of the last inherited end-seed marker (0 without
+    one); the header's ``isSeeded`` must agree."""
     if header is None:
-        raise log_error(file, max(number, 1), "the log is empty", "a v2+ session log starts "
+        raise log_error(file, max(last_line, 1), "the log is empty", "a v2+ session log starts "
                         "with its session header line")
     seeded = header.get("isSeeded") is True
     if seeded and not markers:
@@ -218,15 +264,7 @@ def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
         raise log_error(file, markers[0][1], "a session/end-seed {inherited: true} marker in a "
                         "log whose header is not seeded", "set isSeeded to true in the header, "
                         "or remove the marker")
-    inherited = markers[-1][0] if markers else 0
-    for at, item in pending:
-        if at >= inherited:
-            if len(item) == 5:
-                feed.call(*item)
-            else:
-                feed.compaction(*item)
-    fields["seedLength"] = inherited
-    return GenerationLog(header, fields, inherited, index)
+    return markers[-1][0] if markers else 0
 
 
 _loose_decoder = msgspec.json.Decoder(_LooseEvent)

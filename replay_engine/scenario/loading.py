@@ -16,7 +16,7 @@ from ..errors import (
     ScenarioNotFoundError,
     SidecarError,
 )
-from ..models import ReplayConfig, ScriptEntry, SessionHeader, SessionScript
+from ..models import LogContext, ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .callkeys import child_unfinished_error
 from .derive_fast import LoadedLog, derive_log_bytes, load_log
 from .layout import CHILD_RE as CHILD_RE
@@ -200,6 +200,7 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None,
     primary_path = Path(config.file) if config.file else None
     headers: dict[str, SessionHeader] = {}
     derived: list[ScriptEntry] | None = None
+    said: LogContext | None = None
     untimed = 0
     watched: list[Path] = []
     if primary_path is not None:
@@ -219,7 +220,7 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None,
             loaded: LoadedLog = (load_log(primary_path) if progress is None
                                  else _primary_progress(primary_path, progress))
             header, derived = loaded.header, loaded.entries
-            untimed = loaded.untimed
+            untimed, said = loaded.untimed, loaded.said
         headers[primary_path.name] = header
     elif sidecar is None or sidecar.form != "list":
         raise missing_primary_error(config)
@@ -236,6 +237,7 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None,
         seed_length=header.seedLength,
         header=header,
         untimed=untimed,
+        said=said,
     )
     children: list[SessionScript] = []
     for child in config.childFiles:
@@ -259,6 +261,7 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None,
                 seed_length=loaded.header.seedLength,
                 header=loaded.header,
                 untimed=loaded.untimed,
+                said=loaded.said,
             )
         )
     children.sort(key=lambda s: (s.created_at, s.recorded_id))
@@ -326,7 +329,7 @@ def load_persisted(path: Path) -> Scenario:
     script = SessionScript(
         recorded_id=header.id, created_at=header.createdAt, entries=loaded.entries,
         primary=True, file=str(path), seed_length=header.seedLength, header=header,
-        untimed=loaded.untimed)
+        untimed=loaded.untimed, said=loaded.said)
     config = ReplayConfig(file=str(path), overrideFile=None, childFiles=[])
     return Scenario(scripts=[script], headers={path.name: header}, config=config,
                     root=path.parent, derived_primary=loaded.entries, watched=[path],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import setitem
@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from ..logevents import SAID_TYPES, said_kind
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, check_kept, kept_may_fail
@@ -143,63 +144,40 @@ def _chunk_value(chunk: Any, raw: bytes) -> Any:
 def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_seed: bool,
                 generation: int = 0, warnings: list[str] | None = None) -> LogRead:
     """Read a v0/v1 log's lines (split on b"\\n"): the header is the first non-blank line, a
-    child (``use_seed``) is fed from its ``seedLength`` on (docs/format.md#deriving-scripts)."""
+    child (``use_seed``) is fed from its ``seedLength`` on (docs/format.md#deriving-scripts). Chunk
+    lines, most of a log, are read here; header, packed rows and anything unusual by the helpers below."""
+    st = _Legacy(file, feed, warnings)
     header: Any = None
     fields: dict[str, Any] | None = None
-    sink = Sink(feed)
-    put = sink.put
-    add_chunk = feed.chunk
-    add_run = feed.run
-    keeps = feed.keeps
-    start = 0
-    direct = True  # no seed to honour (or it is passed): feed the feed, not the sink
-    index = 0
-    number = 0
+    sink, add_chunk, keeps = st.sink, feed.chunk, feed.keeps
+    said = feed.said if feed.wants_said else None
     decode = (checked_decoder if keeps else shape_decoder).decode
     shape, kept_gate = ChunkShape, KEPT_GATE
+    direct, start, index, number = True, 0, 0, 0  # direct: no seed to honour (or it is passed)
     last_turn: Any = _NOTHING  # the turn and step objects of the last chunk line, and its key
     last_step: Any = _NOTHING
-    last_key = ""
-    texts_seen: dict[str, str] = {}
-    keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
+    key = ""
     # A feed that keeps no chunk has its state in these locals while chunk lines stream past
     # (``local``); it is handed back before anything else is fed.
-    local = False
-    open_key: str | None = None
-    first = last = count = 0
-    event: CheckedEvent | ShapeEvent | LineEvent
+    local, open_key, first, last, count = False, None, 0, 0, 0
+    event: CheckedEvent | ShapeEvent | LineEvent | None
     chunk: Any
     try:  # free until raised: a value nested past what call keys can read
         for raw in lines:
             number += 1
             if fields is None:
-                blank, header = decode_line(raw, file, number)
-                if blank:
-                    continue
-                fields = header_fields(header, file, number)
-                check_generation(header, file, generation, number)
-                if warnings is not None and header is not None and not isinstance(header, dict):
-                    warnings.append(non_object_warning(file, number, header))
-                if use_seed:
-                    start = sink.start = seed_start(float(fields.get("seedLength", 0)))
-                    if start < 0:
-                        sink.pending = []
-                    direct = start == 0
+                header, fields, start = st.header(raw, number, generation, use_seed)
+                direct = start == 0
                 continue
             try:
                 event = decode(raw)
             except (msgspec.DecodeError, RecursionError):
-                try:
-                    event = line_decoder.decode(raw)
-                except (msgspec.DecodeError, RecursionError):
-                    if local:
-                        feed.state, local = (open_key, first, last, count), False
-                    index = slow_line(raw, number, index, sink, file, warnings)
+                if local:
+                    feed.state, local = (open_key, first, last, count), False
+                event, index = st.undecoded(raw, number, index, said)
+                if event is None:
                     direct = sink.pending is None and index >= start
                     continue
-                if warnings is not None:
-                    raw_envelope_warnings(raw, file, number, warnings)
-                check_envelope(event.seq, event.time, file, number)
             kind = event.type
             if kind == "assistant/chunk":
                 data = event.data
@@ -208,74 +186,40 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
                     chunk = None
                 else:
                     turn, step, chunk = data.turn, data.step, data.chunk
-                if turn is last_turn and step is last_step:  # the same objects: small ints
-                    key = last_key
-                else:
-                    if type(turn) is int and type(step) is int:
-                        made = keys.get((turn, step))
-                        key = keys[turn, step] = f"{turn}/{step}" if made is None else made
-                    else:
-                        key = call_key(turn, step)
-                    last_turn, last_step, last_key = turn, step, key
+                if turn is not last_turn or step is not last_step:  # else: the same small ints
+                    last_turn, last_step, key = turn, step, st.key(turn, step)
                 if (len(raw) > kept_gate and chunk is not None and type(chunk) is not shape
                         and kept_may_fail(raw)):  # a ChunkShape needs no such look
                     check_kept(chunk, file, number, "$.data.chunk")
                 if not direct:
                     if local:
                         feed.state, local = (open_key, first, last, count), False
-                    put((index, 0, key, _chunk_value(chunk, raw), event.time, number))
+                    sink.put((index, 0, key, _chunk_value(chunk, raw), event.time, number))
                     direct = sink.pending is None and index + 1 >= start
                 elif keeps:
                     add_chunk(key, chunk, event.time, number)
-                else:
-                    if not local:
+                else:  # ``CallFeed.chunk`` in locals for a chunk that opens, continues or
+                    if not local:  # finishes a call (a ``ChunkShape`` fits by decoding)
                         (open_key, first, last, count), local = feed.state, True
-                    # ``CallFeed.chunk`` for a chunk that opens, continues or finishes a call
-                    # (the common lines of a check: a ``ChunkShape`` fits by decoding);
-                    # anything else is fed to it.
                     if type(chunk) is shape and (
                             open_key is key or open_key is None or open_key == key):
                         if open_key is None:
                             open_key, first = key, number
                         last = number
                         if chunk.type == "finish":
-                            count += 1
-                            open_key = None
-                    else:
+                            count, open_key = count + 1, None
+                    else:  # anything else is fed to it
                         feed.state, local = (open_key, first, last, count), False
                         add_chunk(key, _chunk_value(chunk, raw), event.time, number)
                 index += 1
-            elif type(kind) is str and kind in PACKED_CHUNK_TYPES:
+            elif type(kind) is str and kind in _ROWS:  # packed rows, compaction
                 if local:
                     feed.state, local = (open_key, first, last, count), False
-                found = packed_fields(raw, kind)
-                run: tuple[list[Any], Any] | None = None
-                if found is not None:
-                    if keeps:
-                        run = _packed_run(found, kind, texts_seen, feed)
-                    else:  # the checker needs only how many members there are
-                        members = len(found[1])
-                        run = [None] * members, array("q", bytes(8 * members))
-                if run is None:
-                    index = slow_line(raw, number, index, sink, file)
-                else:
-                    row_data = found[0].data  # type: ignore[index]
-                    turn, step = row_data.turn, row_data.step
-                    plain = type(turn) is int and type(step) is int
-                    key = f"{turn}/{step}" if plain else call_key(turn, step)
-                    chunks, times = run
-                    if direct:
-                        add_run(key, chunks, times, number)
-                    else:
-                        put((index, 2, key, chunks, times, number))
-                    index += len(chunks)
-                direct = sink.pending is None and index >= start
-            elif kind == "compaction/summary":
-                if local:
-                    feed.state, local = (open_key, first, last, count), False
-                index = slow_line(raw, number, index, sink, file)
+                index = st.row(raw, kind, number, index, direct)
                 direct = sink.pending is None and index >= start
             else:
+                if said is not None and type(kind) is str and kind in SAID_TYPES:
+                    said(kind, number, raw)
                 index += 1
     except RecursionError:
         raise too_deep_line_error(file, number) from None
@@ -283,3 +227,85 @@ def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_se
         feed.state = (open_key, first, last, count)
     sink.flush(index)
     return LogRead(header, fields or {}, index, [] if warnings is None else warnings)
+
+
+_ROWS = frozenset({*PACKED_CHUNK_TYPES, "compaction/summary"})
+"""Event types ``_Legacy.row`` reads: a packed row, or a compaction (the exact rules)."""
+
+
+class _Legacy:
+    """What ``read_legacy`` needs only now and then: the header, lines its fast decoder
+    refused, packed rows and compactions, call keys."""
+
+    __slots__ = ("file", "feed", "sink", "warnings", "texts_seen", "keys")
+
+    def __init__(self, file: str | None, feed: CallFeed, warnings: list[str] | None) -> None:
+        self.file, self.feed, self.warnings = file, feed, warnings
+        self.sink = Sink(feed)
+        self.texts_seen: dict[str, str] = {}
+        self.keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
+
+    def header(self, raw: bytes, number: int, generation: int,
+               use_seed: bool) -> tuple[Any, dict[str, Any] | None, int]:
+        """The header line (None facts: a blank line before it) and the index the feed
+        starts at (a child's seed)."""
+        blank, header = decode_line(raw, self.file, number)
+        if blank:
+            return None, None, 0
+        fields = header_fields(header, self.file, number)
+        check_generation(header, self.file, generation, number)
+        if self.warnings is not None and header is not None and not isinstance(header, dict):
+            self.warnings.append(non_object_warning(self.file, number, header))
+        if not use_seed:
+            return header, fields, 0
+        start = self.sink.start = seed_start(float(fields.get("seedLength", 0)))
+        if start < 0:
+            self.sink.pending = []
+        return header, fields, start
+
+    def undecoded(self, raw: bytes, number: int, index: int,
+                  said: Callable[[str, int, bytes], None] | None) -> tuple[LineEvent | None, int]:
+        """A line the fast decoder refused: its event by the loose decoder (envelope checked),
+        else None and the next index once the exact generic rules have read it."""
+        try:
+            event = line_decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            if said is not None and (found_kind := said_kind(raw)) is not None:
+                said(found_kind, number, raw)
+            return None, slow_line(raw, number, index, self.sink, self.file, self.warnings)
+        if self.warnings is not None:
+            raw_envelope_warnings(raw, self.file, number, self.warnings)
+        check_envelope(event.seq, event.time, self.file, number)
+        return event, index
+
+    def key(self, turn: Any, step: Any) -> str:
+        """The call key of a chunk's turn and step (integer ones made once)."""
+        if type(turn) is int and type(step) is int:
+            made = self.keys.get((turn, step))
+            if made is None:
+                made = self.keys[turn, step] = f"{turn}/{step}"
+            return made
+        return call_key(turn, step)
+
+    def row(self, raw: bytes, kind: str, number: int, index: int, direct: bool) -> int:
+        """A packed row (its members a whole row at a time) or a compaction; the next index."""
+        found = packed_fields(raw, kind) if kind in PACKED_CHUNK_TYPES else None
+        run: tuple[list[Any], Any] | None = None
+        if found is not None:
+            if self.feed.keeps:
+                run = _packed_run(found, kind, self.texts_seen, self.feed)
+            else:  # the checker needs only how many members there are
+                members = len(found[1])
+                run = [None] * members, array("q", bytes(8 * members))
+        if run is None:
+            return slow_line(raw, number, index, self.sink, self.file)
+        assert found is not None
+        row_data = found[0].data
+        turn, step = row_data.turn, row_data.step
+        key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
+        chunks, times = run
+        if direct:
+            self.feed.run(key, chunks, times, number)
+        else:
+            self.sink.put((index, 2, key, chunks, times, number))
+        return index + len(chunks)

@@ -30,6 +30,8 @@ class RefusedCall:
     messages: Any
     script_index: int | None
     call_index: int | None
+    dialect: str | None = None
+    """The wire the request arrived on (how its messages are read)."""
 
 
 def _script_name(script: SessionScript) -> str:
@@ -37,9 +39,9 @@ def _script_name(script: SessionScript) -> str:
 
 
 def _diff(scripts: Sequence[SessionScript], script_index: int | None, call_index: int,
-          messages: Any) -> str | None:
+          messages: Any, dialect: str | None = None) -> str | None:
     """One line: how the live request's new messages differ from the recorded ones there."""
-    live = live_new_messages(messages)
+    live = live_new_messages(messages, dialect)
     if script_index is None or script_index >= len(scripts):
         recorded = []
     else:
@@ -61,7 +63,7 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
         names = ", ".join(_script_name(s) for s in scripts) or "none"
         lines.append(f"  call: the first call of {who}; the recorded sessions ({names}) are all "
                      "bound already")
-        diff = _diff(scripts, None, 0, refused.messages)
+        diff = _diff(scripts, None, 0, refused.messages, refused.dialect)
     else:
         script = scripts[si]
         last = len(script.entries) - 1
@@ -69,7 +71,7 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
                  if last >= 0 else "the script records no call")
         lines.append(f"  call: {who}: call #{ci} of script {si} ({_script_name(script)}): past "
                      f"the recording; {where}")
-        diff = _diff(scripts, si, ci, refused.messages)
+        diff = _diff(scripts, si, ci, refused.messages, refused.dialect)
     if diff is not None:
         lines.append(f"  diff: {diff}")
     return lines
@@ -94,6 +96,12 @@ def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[st
         where = f" in {_script_name(scripts[si])}" if si < len(scripts) else ""
         return f"first divergence: {who}: {call_label(scripts, si, ci)}{where}: {found.get('text')}"
     return None
+
+
+REPAIR_HINT = ("repair it from there: rerun with --dsh-replay-record=from_divergence "
+               "--dsh-replay-upstream URL (the recorded calls before it replay, the rest is "
+               "recorded), or dsh-replay record {scenario} --upstream URL --from-divergence")
+"""The line a diverged replay's failure adds: how to record from the divergence."""
 
 
 def display_path(path: Path, base: Path) -> str:
@@ -137,6 +145,7 @@ def failure_report(
         return []
     if divergence is not None:
         lines.append(divergence)
+        lines.append(REPAIR_HINT.format(scenario=shlex.quote(scenario)))
     verb = "failed:" if len(lines) > (divergence is not None) else "left the recording:"
     head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + f" {verb}"
     return [head, *(f"  {line}" for line in lines)]

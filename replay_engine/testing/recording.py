@@ -184,17 +184,6 @@ class NewEpisodes:
 
 def _check_loads(scenario: Path, attempt: Path, files: dict[str, bytes]) -> None:
     """Load the scenario as it would be with ``files`` written in (ReplayError if it would not)."""
-    from ..record.directory import existing_scenario_files
-    from ..scenario.loading import load_scenario
+    from ..record.staging import check_loads
 
-    trial = attempt / ".merged"
-    shutil.rmtree(trial, ignore_errors=True)
-    trial.mkdir()
-    try:
-        for path in existing_scenario_files(scenario):
-            (trial / path.name).write_bytes(path.read_bytes())
-        for name, data in files.items():
-            (trial / name).write_bytes(data)
-        load_scenario(trial)
-    finally:
-        shutil.rmtree(trial, ignore_errors=True)
+    check_loads(scenario, attempt, files)

@@ -105,7 +105,8 @@ class DshReplay(InProcessClients):
             return "replay"  # a scenario recorded earlier in this session replays
         if settings.record == "all" or not holds_scenario(directory):
             return "record"
-        return "episodes" if settings.record == "new_episodes" else "replay"
+        return "episodes" if settings.record in ("new_episodes", "from_divergence") \
+            else "replay"
 
     def _scrubber(self) -> Scrubber | None:
         """The scrub the ``dsh_replay_config`` fixture asks for (None when it asks none; an

@@ -1,5 +1,6 @@
 """One scenario as one test is served it: replayed in a run of its own, replayed with the calls
-past the recording recorded (``new_episodes``), recorded anew, or served by a debugger on the
+past the recording recorded (``new_episodes``) or with each session recorded from where it
+left the recording (``from_divergence``), recorded anew, or served by a debugger on the
 terminal; and, when the test ends, what went wrong.
 """
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ..record import Scrubber
     from .diagnosis import RefusedCall
     from .recording import NewEpisodes, Outcome, WholeRecording
+    from .repairing import FromDivergence
     from .servers import Debugger, ServerPool
     from .settings import Settings
 
@@ -58,7 +60,7 @@ class ScenarioRun:
         """Where this test's relative hang readyFiles are created (a directory of the test's
         own ``tmp_path``; None while recording or in the debugger, which has its own)."""
         self.recording: WholeRecording | None = None
-        self.episodes: NewEpisodes | None = None
+        self.episodes: NewEpisodes | FromDivergence | None = None
         self._shown = shown
         self._scrub = scrub
         self._refused: list[RefusedCall] = []
@@ -106,11 +108,13 @@ class ScenarioRun:
             self._start_replay(pool, run, ready_dir)
             if self.mode == "episodes":
                 from .recording import NewEpisodes
+                from .repairing import FromDivergence
 
                 assert settings.upstream is not None
                 server = pool.server(self.scenario, self.bind)
-                self.episodes = NewEpisodes(pool, server, self.scenario, run, settings.upstream,
-                                            self._scrub)
+                kind = FromDivergence if settings.record == "from_divergence" else NewEpisodes
+                self.episodes = kind(pool, server, self.scenario, run, settings.upstream,
+                                     self._scrub)
 
     def _start_replay(self, pool: ServerPool, run: str, ready_dir: Callable[[], Path]) -> None:
         from ..engine import events as ev
@@ -126,7 +130,7 @@ class ScenarioRun:
         def observe(event: EngineEvent) -> None:
             if isinstance(event, ev.BindingFailed) and event.run == run:
                 refused.append(RefusedCall(event.session, event.code, event.message, event.messages,
-                                           event.script_index, event.call_index))
+                                           event.script_index, event.call_index, event.dialect))
 
         def begin() -> None:  # on the loop before any call of the test: no need to wait
             engine.forget(run)  # a rerun of the same test starts from a fresh run

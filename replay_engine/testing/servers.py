@@ -25,7 +25,7 @@ from starlette.types import ASGIApp
 
 from ..engine import BindMode, StepMode
 from ..models import HangEntry
-from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME
+from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, log_name
 from ..server import ReplayServer, serve_scenario
 
 if TYPE_CHECKING:
@@ -140,8 +140,15 @@ class Hosted:
 
 
 def holds_scenario(directory: Path) -> bool:
-    """The directory already holds a recorded scenario (a primary log or a sidecar)."""
-    return os.path.lexists(directory / PRIMARY_NAME) or os.path.lexists(directory / SIDECAR_NAME)
+    """The directory already holds a recorded scenario (a primary log of any generation, or a
+    sidecar)."""
+    if os.path.lexists(directory / PRIMARY_NAME) or os.path.lexists(directory / SIDECAR_NAME):
+        return True
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any((found := log_name(name)) is not None and found.ordinal is None for name in names)
 
 
 @contextlib.asynccontextmanager

@@ -4,8 +4,9 @@ and where a marked test's scenario lives when the marker names none.
 Record modes are pytest-recording's where they mean the same: ``none`` (the default: replay,
 never record), ``once`` (record a scenario that does not exist yet, replay the rest; also
 spelled ``missing``), ``new_episodes`` (replay what is recorded, record the calls past it and
-append them), ``all`` (record every marked scenario anew; ``rewrite`` is the same here, since a
-recording always replaces its scenario whole).
+append them), ``from_divergence`` (replay each session while it follows its recording, and
+record it upstream from its first call that leaves it), ``all`` (record every marked scenario
+anew; ``rewrite`` is the same here, since a recording always replaces its scenario whole).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import pytest
 
 from ..engine import StepMode, parse_breakpoint
 
-RecordMode = Literal["none", "once", "new_episodes", "all"]
+RecordMode = Literal["none", "once", "new_episodes", "from_divergence", "all"]
 RECORD_SPELLINGS: dict[str, RecordMode] = {
     "none": "none", "once": "once", "missing": "once", "new_episodes": "new_episodes",
-    "all": "all", "rewrite": "all",
+    "from_divergence": "from_divergence", "all": "all", "rewrite": "all",
 }
 """Every accepted ``--dsh-replay-record`` value and the mode it means."""
 STEP_MODES: tuple[str, ...] = get_args(StepMode)
@@ -38,7 +39,9 @@ def add_options(parser: pytest.Parser) -> None:
         choices=tuple(RECORD_SPELLINGS), metavar="MODE",
         help="record the scenarios of @pytest.mark.dsh_replay tests from --dsh-replay-upstream: "
              "none (replay only, the default), once (=missing: record what does not exist yet), "
-             "new_episodes (replay, and record and append the calls past the recording), all "
+             "new_episodes (replay, and record and append the calls past the recording), "
+             "from_divergence (replay each session while it follows its recording, record the "
+             "rest of it from its first diverged call), all "
              "(=rewrite, and the bare flag: record every one anew). A recording replaces its "
              "scenario only when every call succeeded and the test passed; else the attempt is "
              "kept beside it. Write =MODE (or put the flag after the test paths).")
@@ -100,7 +103,7 @@ class Settings:
                                     "provider (OpenAI-compatible base URL) to record from")
         if self.upstream and self.record == "none":
             raise pytest.UsageError("--dsh-replay-upstream is used only when recording; add "
-                                    "--dsh-replay-record=MODE (once, new_episodes or all)")
+                                    "--dsh-replay-record=MODE (once, new_episodes, from_divergence or all)")
         if self.record != "none" and self.debug is not None:
             raise pytest.UsageError("--dsh-replay-debug replays; it cannot be combined with "
                                     "--dsh-replay-record")

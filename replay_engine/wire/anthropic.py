@@ -214,10 +214,6 @@ class MessagesDialect(Dialect):
     name = "anthropic"
     routes = ("/v1/messages",)
 
-    def corpus(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``{{fromRequest}}`` searches ``system``, then ``messages``."""
-        return {"system": body.get("system"), "messages": body.get("messages")}
-
     def request(self, body: dict[str, Any]) -> CallRequest:
         model = body.get("model")
         return CallRequest(model if isinstance(model, str) else "replay", body.get("stream") is True,

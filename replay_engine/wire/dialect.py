@@ -1,10 +1,11 @@
 """The seam between the server and a wire dialect: what one dialect must say to be served.
 
 A ``Dialect`` names its routes, reads a model-call request (model, stream flag, the corpus
-``{{fromRequest}}`` searches), makes the stream encoder of one bound call (opening bytes sent
-when the call binds, bytes per chunk, closing bytes, failure bytes) and its non-streaming
-assembler, and maps errors to its status, body and no-retry handling. The server composes
-dialects; it knows none of their formats.
+``{{fromRequest}}`` searches: its ``requests`` reading, ``replay_engine.requests``, says which
+part of the body that is and reads it as messages for every comparison), makes the stream
+encoder of one bound call (opening bytes sent when the call binds, bytes per chunk, closing
+bytes, failure bytes) and its non-streaming assembler, and maps errors to its status, body and
+no-retry handling. The server composes dialects; it knows none of their formats.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from ..chunkshape import is_error_finish as is_error_finish
 from ..errors import BadRequest, ReplayError
 from ..models import AnyEntry
+from ..requests import READERS, RequestReader
 from ..statuscodes import status_for_code as status_for_code
 
 SSE_MEDIA_TYPE = b"text/event-stream; charset=utf-8"
@@ -128,10 +130,16 @@ class Dialect(ABC):
         """True when ``path`` (without run and session prefixes) belongs to this dialect."""
         return any(path == route or path.startswith(route + "/") for route in self.routes)
 
+    @property
+    def requests(self) -> RequestReader:
+        """How this dialect reads its requests (``replay_engine.requests``): the corpus, and
+        the conversation the engine compares with the recording."""
+        return READERS[self.name]
+
     def corpus(self, body: dict[str, Any]) -> Any:
         """What ``{{fromRequest}}`` searches in a request body and the debugger's Request view
-        shows: the body's ``messages`` unless the dialect says otherwise."""
-        return body.get("messages")
+        shows (the dialect's request reading says which part of the body it is)."""
+        return self.requests.corpus(body)
 
     @abstractmethod
     def request(self, body: dict[str, Any]) -> CallRequest:

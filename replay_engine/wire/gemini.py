@@ -260,11 +260,6 @@ class GeminiDialect(Dialect):
     def owns(self, path: str) -> bool:
         return path.startswith("/v1beta/") or _OWNED.match(path) is not None
 
-    def corpus(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``{{fromRequest}}`` searches ``systemInstruction``, then ``contents``."""
-        system = body.get("systemInstruction", body.get("system_instruction"))
-        return {"systemInstruction": system, "contents": body.get("contents")}
-
     def request(self, body: dict[str, Any]) -> CallRequest:
         return CallRequest("replay", False, self.corpus(body))
 

@@ -291,10 +291,6 @@ class ResponsesDialect(Dialect):
     def __init__(self, *, reasoning: ResponsesReasoning = "summary") -> None:
         self.reasoning: ResponsesReasoning = reasoning
 
-    def corpus(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``{{fromRequest}}`` searches ``instructions``, then ``input``."""
-        return {"instructions": body.get("instructions"), "input": body.get("input")}
-
     def request(self, body: dict[str, Any]) -> CallRequest:
         model = body.get("model")
         previous = body.get("previous_response_id")

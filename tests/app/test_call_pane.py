@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from dsh_replay_tui.headless.callview import (
     ContextItem,
@@ -9,7 +10,7 @@ from dsh_replay_tui.headless.callview import (
     context_range,
     diff_context,
     live_new_messages,
-    read_recorded_context,
+    recorded_context,
 )
 from dsh_replay_tui.widgets.chunk_list import ChunkList, TextLines
 from dsh_replay_tui.widgets.rendered_lines import RenderedLines
@@ -41,9 +42,9 @@ def test_recorded_context_sits_between_the_previous_call_and_this_one() -> None:
     assert script.file is not None
     first, second = context_range(script, 0), context_range(script, 1)
     assert first is not None and second is not None
-    assert read_recorded_context(script.file, *first) == [ContextItem("user", QUESTION)]
-    assert read_recorded_context(script.file, *second) == [
-        ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
+    assert first[1] < second[0] <= second[1]
+    assert recorded_context(script, 0) == [ContextItem("user", QUESTION)]
+    assert recorded_context(script, 1) == [ContextItem("tool", "README.md\nsrc\n", "call_ls_1")]
 
 
 def test_diff_marks_same_different_and_missing_messages() -> None:
@@ -107,3 +108,27 @@ async def test_tabs_show_output_chunks_request_diff_and_raw_json() -> None:
         output = pane.query_one("#output", RenderedLines).text.replace("\n", " ")
         assert "The workspace has README.md and src. Hello!" in output
         await sdk.close()
+
+
+async def test_the_request_tab_reads_a_request_by_the_wire_it_came_on() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        assert app.url is not None
+        async with httpx.AsyncClient(base_url=app.url) as http:
+            user = {"role": "user", "parts": [{"text": QUESTION}]}
+            first = await http.post("/v1beta/models/g:generateContent", json={"contents": [user]})
+            assert first.status_code == 200, first.text
+            second = await http.post("/v1beta/models/g:generateContent", json={"contents": [
+                user, {"role": "model", "parts": [{"functionCall": {
+                    "id": "call_ls_1", "name": "bash", "args": {"command": "ls"}}}]},
+                {"role": "function", "parts": [{"functionResponse": {
+                    "id": "call_ls_1", "name": "bash", "response": {"output": "README.md\nsrc\n"}}}]},
+            ]})
+            assert second.status_code == 200, second.text
+        await pilot.press("down", "down")  # call #1
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        pane = app.call_pane
+        assert pane.active == "request"
+        await until(app, lambda: bool(pane.request_rows), "the request rows")
+        assert pane.request_rows == [("=", "tool: README.md\nsrc\n", "tool: README.md\nsrc\n")]

@@ -106,7 +106,7 @@ async def test_record_refuses_a_directory_holding_a_scenario(tmp_path: Path) -> 
 
 def test_record_flags_go_together() -> None:
     parser = build_parser()
-    for argv in (["--record", "dir"], ["--upstream", "http://x", "dir"], ["--force", "dir"]):
+    for argv in (["--record", "dir"], ["--force", "dir"]):
         args = parser.parse_args(argv)
         args.scenario_path = Path(args.scenario)
         with pytest.raises(argparse.ArgumentTypeError):  # a usage error: exit 2
@@ -118,6 +118,9 @@ def test_record_flags_go_together() -> None:
     args = parser.parse_args(["--record", "--upstream", "https://api.deepseek.com", "dir"])
     args.scenario_path = Path(args.scenario)
     assert options_from_args(args).upstream == "https://api.deepseek.com"
+    args = parser.parse_args(["--upstream", "http://x", "dir"])  # no --record: live from a call
+    args.scenario_path = Path(args.scenario)
+    assert options_from_args(args).live_from
 
 
 async def test_record_mode_says_recording_and_the_demo_agent_records_then_replays(

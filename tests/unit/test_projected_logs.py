@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dsh_replay_tui.headless.callview import read_recorded_context
+from dsh_replay_tui.headless.callview import recorded_context
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -212,10 +212,10 @@ def test_slow_lines_count_untimed_rows_too() -> None:
 
 def test_recorded_context_reads_a_projected_log(tmp_path: Path) -> None:
     projected, _ = project(full_events(), ("seq", "time"), EVENT_LINES)
-    path = _write(tmp_path, "session.jsonl", log_text(header(), projected))
+    _write(tmp_path, "session.jsonl", log_text(header(), projected))
     script = load_scenario(tmp_path).scripts[0]
     assert script.entries[0].lines == (3, 8)
-    (item,) = read_recorded_context(path, 1, script.entries[0].lines[0] - 1)
+    (item,) = recorded_context(script, 0) or []
     assert (item.role, item.text) == ("user", "hi")
 
 

@@ -1,0 +1,104 @@
+"""Going live from a call in the debugger (``dsh-replay-tui DIR --upstream URL``): a real openai
+client drives the embedded server, the diverged tail goes to a loopback upstream that counts
+its calls, Live shows it as it is recorded under ``● LIVE FROM #N → upstream``, and the review
+(old beside new, jumping between changed calls) ends in keep (installed) or discard (the
+scenario byte for byte)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from dsh_replay_tui.__main__ import build_parser, options_from_args
+from dsh_replay_tui.screens.review import ReviewScreen
+
+from tests.app.apptools import make_app, until
+from tests.plugin.plugintools import files_of
+from tests.record.repairtools import Plan, converse, echo_upstream, record_plan
+
+pytestmark = pytest.mark.anyio
+
+PLAN: Plan = {"main": ["a1", "a2", "a3"], "helper": ["b1", "b2"]}
+
+
+@pytest.mark.parametrize("fmt", ["v1", "v4"])
+async def test_from_divergence_goes_live_then_the_review_keeps_it(tmp_path: Path,
+                                                                 fmt: str) -> None:
+    scenario = tmp_path / "scenario"
+    async with echo_upstream() as upstream:
+        await record_plan(scenario, upstream.url, PLAN, fmt)
+        before = files_of(scenario)
+        app = make_app(scenario, upstream=upstream.url, live_from=True, from_divergence=True)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await app.replay_ready.wait()
+            assert app.url is not None
+            changed = {"main": ["a1", "a2"], "helper": ["b1", "b2 reworded"]}
+            answers = await converse(app.url + "/v1", changed)
+            assert answers == {"main": ["re: a1", "re: a2"],
+                               "helper": ["re: b1", "re: b2 reworded"]}
+            assert len(upstream.requests) == 5 + 1  # only the helper's diverged call
+            await until(app, lambda: "● LIVE FROM #1 of script 1 → " in app.header.text.plain,
+                        "the live header")
+            assert any("● live helper" in line for line in app.live_pane.lines)
+            await pilot.press("V")
+            await until(app, lambda: isinstance(app.screen, ReviewScreen), "the review")
+            review = app.screen
+            assert isinstance(review, ReviewScreen)
+            shown = [(s.index, c.index, c.status) for s, c in review.rows]
+            assert (1, 1, "changed") in shown and (0, 2, "same") in shown
+            assert review.rows[review.current or 0][1].status == "changed"  # preselected
+            await pilot.press("right_square_bracket")
+            await pilot.press("k")
+            await until(app, lambda: not isinstance(app.screen, ReviewScreen), "the review ends")
+            await until(app, lambda: any("kept: 1 new call(s)" in line
+                                         for line in app.live_pane.lines), "kept")
+    child = "session.1.v4.jsonl" if fmt == "v4" else "session.1.jsonl"
+    primary = "session.v4.jsonl" if fmt == "v4" else "session.jsonl"
+    after = files_of(scenario)
+    assert after[primary] == before[primary]
+    assert after[f"{child}.bak.1"] == before[child] and after[child] != before[child]
+    assert not list(tmp_path.glob("*.recording-*"))
+
+
+async def test_go_live_from_the_selected_call_then_discard(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario"
+    async with echo_upstream() as upstream:
+        await record_plan(scenario, upstream.url, PLAN, "v1")
+        before = files_of(scenario)
+        app = make_app(scenario, upstream=upstream.url, live_from=True)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await app.replay_ready.wait()
+            assert app.url is not None
+            changed = {"main": ["a1", "a2 other", "a3"]}
+            await converse(app.url + "/v1", changed)  # replayed: the old answers, diverged
+            assert len(upstream.requests) == 5
+            await until(app, lambda: app.scripts_view.selected() == (0, 1),
+                        "the diverged call preselected")
+            await pilot.press("L")
+            await until(app, lambda: any("live from #1 of script 0 armed: the run was reset"
+                                         in line for line in app.live_pane.lines), "armed")
+            answers = await converse(app.url + "/v1", changed)
+            assert answers["main"] == ["re: a1", "re: a2 other", "re: a3"]
+            assert len(upstream.requests) == 5 + 2
+            await until(app, lambda: "● LIVE FROM #1 → " in app.header.text.plain,
+                        "the live header")
+            await pilot.press("V")
+            await until(app, lambda: isinstance(app.screen, ReviewScreen), "the review")
+            await pilot.press("x")
+            await until(app, lambda: any("discarded" in line for line in app.live_pane.lines),
+                        "discarded")
+    assert files_of(scenario) == before
+    assert not list(tmp_path.glob("*.recording-*"))
+
+
+def test_the_command_line_takes_upstream_without_record(tmp_path: Path) -> None:
+    args = build_parser().parse_args([str(tmp_path), "--upstream", "http://127.0.0.1:9",
+                                      "--from-divergence"])
+    args.scenario_path = tmp_path
+    options = options_from_args(args)
+    assert options.live_from and options.from_divergence
+    args = build_parser().parse_args([str(tmp_path), "--from-divergence"])
+    args.scenario_path = tmp_path
+    with pytest.raises(argparse.ArgumentTypeError, match="--from-divergence goes with"):
+        options_from_args(args)

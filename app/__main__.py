@@ -9,20 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay_engine import (
-    DEFAULT_RUN,
-    EXIT_FAILED,
-    ReplayError,
-    VersionAction,
-    add_serve_arguments,
-    atomic_write,
-    parse_breakpoint,
-    run_verdict,
-    serve_options,
-)
+# The library is imported inside the functions: Ctrl+C while it loads (a second or more on a
+# busy machine) is then caught by ``main`` rather than printed as a traceback.
 
 if TYPE_CHECKING:
     from .app import AppOptions
+
+
+class OutputFileError(ValueError):
+    """A file the debugger writes cannot be written where it is asked to (exit 2, one line)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
+    from replay_engine import VersionAction, add_serve_arguments
+
     p = _Parser(prog="dsh-replay-tui",
                 description="Serve a recorded scenario to a live agent and debug the replay.",
                 epilog="On quit (q) the assert-consumed verdict is printed, one line per run that "
@@ -75,15 +72,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _breakpoint(text: str) -> tuple[int, int]:
+    from replay_engine import parse_breakpoint
+
     try:
         return parse_breakpoint(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def output_file_problem(flag: str, path: Path) -> str | None:
+    """Why a file the debugger writes on quit cannot be written there (checked at start, so a
+    session does not end in a failed write), or None."""
+    if path.is_dir():
+        return f"{flag} {path}: is a directory; name a file in it, e.g. {path / 'verdict.json'}"
+    if not path.parent.is_dir():
+        return (f"{flag} {path}: the directory {path.parent} does not exist; create it first "
+                "or name a file in an existing directory")
+    return None
+
+
 def options_from_args(args: argparse.Namespace) -> AppOptions:
     """Validate the arguments into AppOptions: ``argparse.ArgumentTypeError`` for flags that
     cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
+    from replay_engine import serve_options
+
     from .app import AppOptions
 
     if args.record and args.upstream is None:
@@ -96,6 +108,10 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
                                          "session's first divergence")
     if args.force and not args.record:
         raise argparse.ArgumentTypeError("--force only applies to --record")
+    if args.verdict_file is not None:
+        problem = output_file_problem("--verdict-file", Path(args.verdict_file))
+        if problem is not None:
+            raise OutputFileError(problem)
     serve = serve_options(args)
     if args.upstream is not None:
         from replay_engine import check_upstream
@@ -114,8 +130,31 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
     )
 
 
+INTERRUPTED = 130
+"""The exit status of Ctrl+C before the debugger took the terminal (as a shell reports it)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the debugger on a scenario directory; print the assert-consumed verdict on quit."""
+    """Start the debugger on a scenario directory; print the assert-consumed verdict on quit.
+    Ctrl+C before the screen is up (the key of a running debugger) is one line, not a
+    traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("dsh-replay-tui: interrupted while starting; nothing was served", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from replay_engine import (
+        DEFAULT_RUN,
+        EXIT_FAILED,
+        EXIT_USAGE,
+        ReplayError,
+        atomic_write,
+        run_verdict,
+    )
+
     parser = build_parser()
     args = parser.parse_args(argv)
     args.scenario_path = Path(args.scenario)
@@ -123,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = options_from_args(args)
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
+    except OutputFileError as exc:
+        print(f"dsh-replay-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ReplayError as exc:
         print(f"dsh-replay-tui: error [{exc.code}]: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
@@ -133,8 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if verdict:
         print(verdict)
     if args.verdict_file:
-        document = run_verdict(app.engine, DEFAULT_RUN)
-        atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
+        document = app.verdict_document or run_verdict(app.engine, DEFAULT_RUN)
+        try:
+            atomic_write(args.verdict_file, json.dumps(document).encode("utf-8"))
+        except OSError as exc:
+            print(f"dsh-replay-tui: cannot write the verdict file {args.verdict_file} "
+                  f"({exc.strerror or exc})", file=sys.stderr)
+            return EXIT_FAILED
     return app.return_code or 0
 
 

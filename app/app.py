@@ -20,6 +20,8 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from replay_engine import (
+    DEFAULT_RUN,
+    EXIT_FAILED,
     LoadProgress,
     ReplayEngine,
     ReplayError,
@@ -28,6 +30,7 @@ from replay_engine import (
     atomic_write,
     cannot_listen,
     loopback_warning,
+    run_verdict,
 )
 
 from . import keymap
@@ -101,6 +104,13 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         """Going live from a call (``--upstream`` without ``--record``; None otherwise)."""
         self.state.live = self.live_from
         self.collector = IdleCollector()
+        self._url_file_due = False
+        """The URL file waits for a scenario to load (a client told the URL earlier would be
+        refused 503; pytest --dsh-replay-debug holds the test until it is written)."""
+        self.loader.on_loaded = self._scenario_loaded
+        self.verdict_document: dict[str, Any] | None = None
+        """The default run's verdict as ``--verdict-file`` writes it, taken when quitting began
+        (as the printed verdict: a call paused then is paused, not a client gone away)."""
 
     # -- what tests and the command line read --------------------------------------------
 
@@ -227,8 +237,11 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
             message = error.message if isinstance(error, ReplayError) else (
                 f"cannot listen on {self.options.host}:{self.options.port} "
                 f"({error.strerror or error}); pick another --port (0 picks a free one)")
-            self.banner.show_error("Cannot record", message, source="record")
+            self.state.record_refused = message
+            self.banner.show_error("Cannot record — nothing recorded or served; q quits",
+                                   message, source="record")
             self.live_pane.log_event(f"not recording: {message}")
+            self.main.flush()
             return False
         assert record.recording is not None
         self.state.url = record.recording.url
@@ -273,11 +286,21 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
             self.live_pane.log_event(f"not serving: {self.state.serve_error}")
             return
         self.live_pane.log_event(f"serving on {self.url_label}")
-        if self.options.url_file is not None:
+        if self.options.url_file is not None and self.state.scenario is None:
+            self._url_file_due = True
+            self.live_pane.log_event(f"the URL goes to {self.options.url_file} once the scenario "
+                                     "loads")
+        elif self.options.url_file is not None:
             await self._write_url_file(self.options.url_file)
         warning = loopback_warning(self.options.host)
         if warning is not None:
             self.live_pane.log_event(Text(warning, style="bold yellow"))
+
+    def _scenario_loaded(self) -> None:
+        """A load succeeded: write the URL file that waited for it."""
+        if self._url_file_due and self.options.url_file is not None and self.url is not None:
+            self._url_file_due = False
+            self.run_worker(self._write_url_file(self.options.url_file), group="url-file")
 
     async def _write_url_file(self, path: Path) -> None:
         try:
@@ -291,6 +314,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
 
     def verdict(self) -> QuitVerdict:
         """What quitting now prints, and the exit status (see ``quit_verdict``)."""
+        if self.state.record_refused is not None:
+            return QuitVerdict(EXIT_FAILED, [f"NOT recorded: {self.state.record_refused}"])
         return quit_verdict(self.engine, load_error=self.load_error,
                             loaded=self.scenario is not None, serve_error=self.state.serve_error)
 
@@ -298,6 +323,7 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         """Stop serving and exit with the verdict: one line per run that bound a session, with
         what was in flight or aborted (exit 0 consumed, 3 not, 1 never loaded, 4 not serving)."""
         verdict = self.verdict()  # before shutdown cancels what is still in flight
+        self.verdict_document = run_verdict(self.engine, DEFAULT_RUN)  # the same moment
         await self.shutdown()
         self.exit(verdict.text, return_code=verdict.code)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,18 +47,38 @@ def edit_target(log: EventLog, root: Path, scenario: Scenario | None,
     return EditTarget(root / SIDECAR_NAME) if root.is_dir() else None
 
 
+def missing_program(argv: list[str], env: Mapping[str, str] = os.environ) -> str | None:
+    """Why ``argv[0]`` cannot start (not on ``$PATH``, or not an executable file), else None:
+    checked before the terminal is handed over, so a missing editor is a message, not a
+    suspended debugger."""
+    program = argv[0]
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is not None:
+        return None
+    where = "is not an executable file" if os.sep in program else "is not installed (not on $PATH)"
+    return (f"cannot run {program}: it {where}; set $VISUAL / $EDITOR to an editor that is "
+            "installed, or fix the file in another terminal and press l")
+
+
 async def run_in_terminal(app: App[Any], argv: list[str]) -> str | None:
     """Run ``argv`` in the app's terminal with the app suspended; None when it ran, else why it
-    could not (no suspending here, e.g. under a test driver; the program is missing)."""
+    could not (no suspending here, e.g. under a test driver; the program is missing). The app
+    always resumes: Textual's ``suspend`` does not when its block raises, so nothing does."""
+    failure: BaseException | None = None
+    status = 0
     try:
         with app.batch_update(), app.suspend():
-            process = await asyncio.create_subprocess_exec(*argv)
-            status = await process.wait()
+            try:
+                process = await asyncio.create_subprocess_exec(*argv)
+                status = await process.wait()
+            except BaseException as exc:  # noqa: BLE001 - re-raised once the app resumed
+                failure = exc
     except SuspendNotSupported:
         return (f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended "
                 f"in this environment): run {' '.join(argv)} in another terminal, then press l")
-    except OSError as exc:
-        return (f"cannot run {argv[0]} ({exc.strerror or exc}); check $VISUAL / $EDITOR")
+    if isinstance(failure, OSError):
+        return f"cannot run {argv[0]} ({failure.strerror or failure}); check $VISUAL / $EDITOR"
+    if failure is not None:
+        raise failure
     return None if status == 0 else f"{argv[0]} exited with status {status}"
 
 
@@ -76,8 +97,10 @@ async def open_in_editor(app: App[Any], target: EditTarget | None, loader: Scena
         log(f"E: no editor set. {NO_EDITOR}")
         return
     argv = editor_argv(command, target)
-    log(f"E: opening {target.describe()} in {command[0]}")
-    problem = await run_in_terminal(app, argv)
+    problem = missing_program(argv, env)
+    if problem is None:
+        log(f"E: opening {target.describe()} in {command[0]}")
+        problem = await run_in_terminal(app, argv)
     if problem is not None:
         app.notify(problem, severity="warning", timeout=10)
         log(f"E: {problem}")

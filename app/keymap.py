@@ -32,6 +32,7 @@ from .headless.moments import (
     STREAMING,
     UNBOUND,
     UNFINISHED,
+    ZOOMED,
 )
 
 AREAS = ("Move", "Stepping", "Calls", "Pace", "Search", "Scenario", "App", "Override editor",
@@ -104,7 +105,7 @@ MAIN_KEYS: tuple[Key, ...] = (
         display="F3"),
     Key("f4", "pane('live')", "Live", "Focus the Live pane.", "Move", display="F4"),
     Key("z", "zoom", "Zoom", "Maximise the focused pane, or restore the layout (Tab and F2-F4 "
-        "move the zoom to another pane).", "Move", moments=(SPARE,)),
+        "move the zoom to another pane).", "Move", moments=(ZOOMED, SPARE)),
     Key("1", "mode('run')", "Run", "Step mode run: calls stream without stopping.", "Stepping"),
     Key("2", "mode('call')", "Break at calls", "Step mode: hold every call before its first chunk.",
         "Stepping", moments=(UNBOUND,)),
@@ -162,7 +163,7 @@ APP_KEYS: tuple[Key, ...] = (
         moments=(LOAD_FAILED,)),
     Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server; it "
         "asks which wire to speak (openai chat completions, anthropic Messages, OpenAI "
-        "Responses or Google Gemini), each through its official SDK. While recording it says a "
+        "Responses or Google Gemini), each working on a plain install. While recording it says a "
         "fixed short conversation through the recorder (keys from $OPENAI_API_KEY, "
         "$ANTHROPIC_API_KEY or $GEMINI_API_KEY).", "Scenario", moments=(UNBOUND, RECORDING)),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .engine import (
         DEFAULT_JOURNAL_LIMIT,
         DEFAULT_RUN,
+        HANG_PREFIX,
         BindingState,
         BindMode,
         CallHandle,
@@ -98,8 +99,9 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.redact import shown_url
     from .record.repair import CallRef, RepairSession, parse_call_ref
-    from .record.summary import recording_summary
+    from .record.summary import recording_summary, report_warnings
     from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
     from .safe_text import printable
     from .scenario.config import load_serve_config
@@ -157,6 +159,7 @@ _LAZY: dict[str, str] = {
     "StagedScripts": "engine",
     "BindMode": "engine",
     "DEFAULT_RUN": "engine",
+    "HANG_PREFIX": "engine",
     "BindingState": "engine",
     "CallHandle": "engine",
     "CallRecord": "engine",
@@ -249,6 +252,8 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "report_warnings": "record.summary",
+    "shown_url": "record.redact",
     "CallRef": "record.repair",
     "RepairSession": "record.repair",
     "parse_call_ref": "record.repair",
@@ -296,6 +301,7 @@ __all__ = [
     "DEFAULT_JOURNAL_LIMIT",
     "StagedScripts",
     "DEFAULT_RUN",
+    "HANG_PREFIX",
     "EXIT_FAILED",
     "BindMode",
     "EXIT_NOT_CONSUMED",
@@ -407,6 +413,8 @@ __all__ = [
     "check_upstream",
     "record_scenario",
     "recording_summary",
+    "report_warnings",
+    "shown_url",
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replay_engine import ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
+from replay_engine import HANG_PREFIX, ChunksEntry, HangEntry, ScriptEntry, ThrowEntry
 from replay_engine import ContextItem as ContextItem
 from replay_engine import DiffRow as DiffRow
 from replay_engine import content_text as content_text
@@ -42,9 +42,10 @@ class Assembled:
 
 
 def entry_chunks(item: ScriptEntry) -> Sequence[dict[str, Any]]:
-    """The chunks an entry serves (a hang serves none of its own)."""
+    """The chunks an entry serves (a hang: the short prefix it sends before it waits, which
+    the agent receives as text)."""
     entry = item.entry
-    return entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else ()
+    return entry.chunks if isinstance(entry, ChunksEntry | ThrowEntry) else HANG_PREFIX
 
 
 def assemble(item: ScriptEntry) -> Assembled:

@@ -14,6 +14,7 @@ from typing import Protocol
 import anyio
 
 from replay_engine import (
+    DEFAULT_RUN,
     SIDECAR_NAME,
     UNFINISHED_CALL,
     InputError,
@@ -27,7 +28,7 @@ from replay_engine import (
     load_scenario,
 )
 
-from .reload import describe_changes, wait_for_directory, watch_scenario
+from .reload import FilesState, describe_changes, files_state, wait_for_directory, watch_scenario
 from .state import DebugState
 
 UNFINISHED_CODE = UNFINISHED_CALL
@@ -71,6 +72,10 @@ class ReloadGuard(Protocol):
         """Keep a reload for when the editor closes."""
 
 
+WRITING_S = 2.0
+"""A log changed this recently whose last call has not finished is still being written (a
+recording in progress): the watcher waits this long for the rest before calling it a failure."""
+
 PartialView = Callable[[LoadProgress | None], bool]
 """Shows the primary's calls read so far by the first load (None: take them away again);
 False when the screen cannot show them yet (``ScenarioLoader.show_progress`` offers them again)."""
@@ -102,18 +107,29 @@ class ScenarioLoader:
         self._sidecar_digest: str | None = None
         """Fingerprint of the sidecar as read by the last load (before it read the scenario)."""
         self._prefetched: asyncio.Future[Scenario] | None = None
+        self._seen: FilesState | None = None
+        """The scenario files as the last load found them (a watch that starts later reloads
+        when they differ: a change before the watch was in place is not lost)."""
+        self._recheck: asyncio.Task[bool] | None = None
+        self._writer_wait: asyncio.TimerHandle | None = None
+        """The load due once a call still being written had time to finish."""
+        self._writer_load: asyncio.Future[bool] | None = None
+        self.on_loaded: Callable[[], None] | None = None
+        """Called after every load that succeeded (the app writes a waiting URL file then)."""
 
     @property
     def root(self) -> Path:
         """The scenario path the debugger was started on."""
         return self.state.options.scenario
 
-    async def load(self, *, initial: bool = False, why: str = "reload requested") -> bool:
+    async def load(self, *, initial: bool = False, why: str = "reload requested",
+                   settle: bool = False) -> bool:
         """(Re)load the scenario; a failure keeps serving the last good scripts.
 
-        While an override editor holds unsaved changes the reload waits until it closes."""
+        While an override editor holds unsaved changes the reload waits until it closes. With
+        ``settle`` (the watcher's loads), a last call still being written is waited for."""
         async with self._lock:
-            return await self._load_locked(initial, why)
+            return await self._load_locked(initial, why, settle)
 
     def prefetch(self) -> None:
         """Start reading the scenario now, in a thread, so that the first load overlaps the
@@ -155,7 +171,7 @@ class ScenarioLoader:
             self.partial(None)
         self._partial_shown = False
 
-    async def _load_locked(self, initial: bool, why: str) -> bool:
+    async def _load_locked(self, initial: bool, why: str, settle: bool = False) -> bool:
         if not initial and self.guard.has_unsaved_changes():
             self.guard.defer(why)
             return False
@@ -164,6 +180,9 @@ class ScenarioLoader:
             scenario = await (read if read is not None else asyncio.to_thread(self._read_scenario))
         except ReplayError as exc:
             self._close_partial(True)
+            if settle and exc.code == UNFINISHED_CODE and self._being_written():
+                self._wait_for_writer(exc)
+                return False
             self._load_failed(exc, initial)
             return False
         self._close_partial(False)
@@ -171,10 +190,11 @@ class ScenarioLoader:
         return True
 
     async def reload_sidecar(self, why: str) -> bool:
-        """Reload after the sidecar changed, unless its content is what the last load read (the
-        editor's save reloads once: whichever of its close and the watcher comes second skips)."""
+        """Reload after the sidecar changed, unless its content is what the last load read and
+        loaded (the editor's save reloads once: whichever of its close and the watcher comes
+        second skips; after a failed load it is loaded again, to say whether it still fails)."""
         async with self._lock:
-            if not self.guard.deferred and (
+            if not self.guard.deferred and self.state.load_error is None and (
                     await asyncio.to_thread(self._read_sidecar_digest) == self._sidecar_digest):
                 self.view.log_line(f"{SIDECAR_NAME}: content already loaded, no reload")
                 self.view.request_flush()
@@ -191,6 +211,7 @@ class ScenarioLoader:
     def _read_scenario(self, progress: Callable[[LoadProgress], None] | None = None) -> Scenario:
         # The digest is taken first: a write racing the load then differs and reloads again.
         self._sidecar_digest = self._read_sidecar_digest()
+        self._seen = files_state(self.root)
         try:
             return load_scenario(self.root, progress=progress)
         except OSError as exc:
@@ -215,6 +236,7 @@ class ScenarioLoader:
         # cyclic collector, whose full passes over them would stall the screen for hundreds
         # of ms while sessions stream (reference counting still frees them after a reload).
         gc.freeze()
+        self._drop_stray_breakpoints(scenario)
         self.view.show_scenario(scenario)
         calls = sum(len(s.entries) for s in scenario.scripts)
         if initial or old is None:
@@ -222,7 +244,48 @@ class ScenarioLoader:
                           f"session script(s), {calls} call(s)")
         else:
             self.view.log_line(describe_changes(changes, state.names()))
+        for warning in scenario.warnings:  # read anyway, as validate and inspect warn
+            self.view.log_line(f"warning: {warning}")
         self.view.request_flush()
+        if self.on_loaded is not None:
+            self.on_loaded()
+
+    def _being_written(self) -> bool:
+        """Whether a scenario file changed within the last ``WRITING_S``."""
+        seen = self._seen or {}
+        newest = max((mtime for name, (_, _, mtime) in seen.items() if name), default=0)
+        return time.time_ns() - newest < WRITING_S * 1e9
+
+    def _wait_for_writer(self, error: ReplayError) -> None:
+        """Say once that a call is still being written, and load again when it had time to
+        finish (a later change loads sooner; a call still unfinished then is a failure)."""
+        if self._writer_wait is not None:
+            return
+        where = f" in {error.file}" if isinstance(error, InputError) and error.file else ""
+        self.view.log_line(f"a call is still being written{where}: loading it once it is "
+                           "finished")
+        self.view.request_flush()
+
+        def due() -> None:
+            self._writer_wait = None
+            self._writer_load = asyncio.ensure_future(
+                self.load(why="the call being written", settle=True))
+
+        self._writer_wait = asyncio.get_running_loop().call_later(WRITING_S, due)
+
+    def _drop_stray_breakpoints(self, scenario: Scenario) -> None:
+        """Remove breakpoints on calls the scenario does not have (``--break 5:0``, or calls a
+        reload took away), saying so: no key could select them to clear them."""
+        engine, scripts = self.state.engine, scenario.scripts
+        for run in dict.fromkeys([DEFAULT_RUN, *engine.runs()]):
+            for script, call in sorted(engine.breakpoints_of(run)):
+                if script < len(scripts) and call < len(scripts[script].entries):
+                    continue
+                engine.toggle_breakpoint(script, call, run=run)
+                where = (f"script [{script}] has {len(scripts[script].entries)} call(s)"
+                         if script < len(scripts) else
+                         f"the scenario has {len(scripts)} script(s), numbered from 0")
+                self.view.log_line(f"breakpoint {script}:{call} removed: no such call ({where})")
 
     async def reload_from_api(self) -> Scenario:
         """``POST /replay/v1/reload``: reload now; errors go to the banner and the caller.
@@ -282,12 +345,26 @@ class ScenarioLoader:
         return True
 
     async def watch(self, stop_event: anyio.Event, on_ready: Callable[[], None]) -> None:
-        """Reload on every debounced change of a scenario file, until ``stop_event``."""
+        """Reload on every debounced change of a scenario file, until ``stop_event``; when the
+        directory is replaced, watch the new one. Each time the watch is in place, files that
+        changed since the last load (before the watch could see them) are loaded."""
         async def changed(names: list[str]) -> None:
             self.view.log_line("changed: " + ", ".join(names))
             if names == [SIDECAR_NAME]:
                 await self.reload_sidecar("files changed")
             else:
-                await self.load(why="files changed")
+                await self.load(why="files changed", settle=True)
 
-        await watch_scenario(self.root, changed, stop_event=stop_event, on_ready=on_ready)
+        def ready() -> None:
+            on_ready()
+            if files_state(self.root) != self._seen and self._recheck is None:
+                self._recheck = asyncio.ensure_future(self._load_missed())
+
+        await watch_scenario(self.root, changed, stop_event=stop_event, on_ready=ready)
+
+    async def _load_missed(self) -> bool:
+        try:
+            self.view.log_line(f"{self.root} changed before the watch was in place")
+            return await self.load(why="changed while starting to watch")
+        finally:
+            self._recheck = None

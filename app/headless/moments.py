@@ -15,7 +15,10 @@ RECORDING = "recording"
 LOAD_FAILED = "load-failed"
 """The last load failed (the banner says why)."""
 UNFINISHED = "unfinished"
-"""The load failed on a primary call that never finished (the override editor decides it)."""
+"""The load failed on what the override editor fixes (``o``): a primary call that never
+finished, or a sidecar that does not load."""
+ZOOMED = "zoomed"
+"""A pane is zoomed (``z`` restores the layout: offered before anything else)."""
 UNBOUND = "unbound"
 """Serving a loaded scenario, and no session of the followed run is bound yet."""
 PAUSED = "paused"
@@ -41,8 +44,8 @@ SEARCH = "search"
 SPARE = "spare"
 """Offered in any moment, when the footer has room left."""
 
-STATE_MOMENTS = (RECORDING, GOING_LIVE, CAN_GO_LIVE, LOAD_FAILED, UNFINISHED, UNBOUND, PAUSED,
-                 HANGING, STREAMING, IDLE)
+STATE_MOMENTS = (ZOOMED, RECORDING, GOING_LIVE, CAN_GO_LIVE, LOAD_FAILED, UNFINISHED, UNBOUND,
+                 PAUSED, HANGING, STREAMING, IDLE)
 """State moments, in the order the footer offers their keys."""
 FOCUS_MOMENTS = (BANNER, SCRIPTS, CALL, LIVE)
 
@@ -63,11 +66,12 @@ class Situation:
     state: RunState | None = None
     focus: str | None = None
     """The focused pane (scripts, call, live, banner), None when none has focus."""
+    zoomed: bool = False
 
 
 def moments(now: Situation) -> tuple[str, ...]:
     """The moments that hold now: state moments first (most pressing first), then the focus."""
-    out: list[str] = []
+    out: list[str] = [ZOOMED] if now.zoomed else []
     if now.recording:
         out.append(RECORDING)
     if now.live:

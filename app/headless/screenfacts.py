@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay_engine import UNFINISHED_CALL, BindingState, RunState
+from replay_engine import BindingState, RunState, ScenarioNotFoundError, shown_url
 
 from .header import RecordFacts, ReplayFacts, earliest_divergence
+from .loading import EDITOR_FIXES
 from .moments import Situation
 from .state import DebugState
 from .verdicts import flight_summary
@@ -49,10 +50,10 @@ def record_facts(state: DebugState) -> RecordFacts | None:
         recording = state.live
         if recording is None or not recording.active:
             return None
-        return RecordFacts(upstream=recording.upstream, url=state.url_label,
+        return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                            scenario=str(state.options.scenario), calls=recording.counts(),
                            title=recording.title, stop="V: review, then keep or discard")
-    return RecordFacts(upstream=recording.upstream, url=state.url_label,
+    return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 
 
@@ -83,22 +84,29 @@ def nothing_selected(state: DebugState) -> str:
     if state.recording is not None and state.recording.active:
         return ("Recording: Live shows each call as it is recorded; s stops, loads them here "
                 "and replays them.")
+    if state.record_refused is not None:
+        return ("Nothing recorded: the banner above says why (Enter on it shows all of it); "
+                "quit with q and start again as it says.")
     if state.load_error is not None:
         return "No scenario loaded: the banner above says why (Enter on it shows all of it)."
     return "Loading…"
 
 
-def situation(state: DebugState, focus: str | None) -> Situation:
-    """The moment the footer follows (the focused pane among it, when there is one)."""
+def situation(state: DebugState, focus: str | None, *, zoomed: bool = False) -> Situation:
+    """The moment the footer follows (the focused pane among it, when there is one). A file
+    given as the scenario is no failed load a reload or an edit fixes (the banner says to
+    start on its directory)."""
     error = state.load_error
     loaded = state.scenario is not None
+    a_file = isinstance(error, ScenarioNotFoundError) and state.options.scenario.is_file()
     return Situation(
         recording=state.recording is not None and state.recording.active,
         live=state.live is not None and state.live.active,
         can_go_live=state.live is not None and loaded,
-        load_failed=error is not None, unfinished=error is not None and error.code == UNFINISHED_CALL,
+        load_failed=error is not None and not a_file,
+        unfinished=error is not None and error.code in EDITOR_FIXES,
         loaded=loaded, serving=state.url is not None, state=state.last_state,
-        focus=focus if loaded or focus in ("banner", "live") else None)
+        focus=focus if loaded or focus in ("banner", "live") else None, zoomed=zoomed)
 
 
 def target_binding(run: RunState, selected: tuple[int, int | None] | None,

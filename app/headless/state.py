@@ -109,6 +109,8 @@ class DebugState:
     """The user picked the run to follow; until then the screen follows the first run that binds."""
     recording: RecordingStatus | None = None
     """Record mode's recording (None when not recording)."""
+    record_refused: str | None = None
+    """Why record mode could not start recording (nothing is recorded or served then)."""
     live: RecordingStatus | None = None
     """The live-from recording (``--upstream`` without ``--record``; None otherwise)."""
     last_state: RunState | None = None

@@ -211,7 +211,7 @@ class MainScreen(FeedScreen):
         if isinstance(self.focused, Input):
             self.footer.set_moments((SEARCH,), always=False)
             return
-        now = situation(self.state, self.panes.focused(self.focused))
+        now = situation(self.state, self.panes.focused(self.focused), zoomed=self.panes.zoomed is not None)
         self.footer.set_moments(moments(now), {"zoom": "Restore"} if self.panes.zoomed else {})
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:

@@ -52,6 +52,21 @@ class CallView:
     """The live id bound to each script (``{{session:N}}`` tokens read with it)."""
 
 
+def served_so_far(record: CallRecord, served: int | None) -> int:
+    """Chunks the call has served: the binding's live count while it streams, paused or hangs
+    (the journal's count is taken when the call ends), the journal's once it ended."""
+    if record.outcome == "streaming" and served is not None:
+        return served
+    return record.chunks_served
+
+
+def _request_facts(view: CallView | None) -> tuple[str, int] | None:
+    """What the request tab shows that changes while the call runs (its outcome, its count)."""
+    if view is None or view.record is None:
+        return None
+    return view.record.outcome, served_so_far(view.record, view.served)
+
+
 class CallPane(Widget):
     """Tabs over the selected call; only the active tab is rendered."""
 
@@ -59,7 +74,8 @@ class CallPane(Widget):
         super().__init__(id=id)
         self.view: CallView | None = None
         self._dirty: set[str] = set()
-        self._outcome: str | None = None
+        self._outcome: tuple[str, int] | None = None
+        """The outcome and count the request tab last showed (it is painted again on change)."""
         self._about: Text | None = None
         self._shown_title = ""
         self.context_loaded = asyncio.Event()
@@ -132,12 +148,14 @@ class CallPane(Widget):
         if same and previous is not None and view is not None and previous.record is view.record:
             # Only the served count moved: repaint the highlight, nothing else.
             self.query_one(ChunkList).set_served(view.served)
-            outcome = view.record.outcome if view.record is not None else None
-            if outcome != self._outcome and self.active == "request":
-                self._render_tab("request")
-            self._outcome = outcome
+            facts = _request_facts(view)
+            if facts != self._outcome:  # the request tab says the outcome and the count
+                self._outcome = facts
+                self._dirty.add("request")
+                if self.active == "request":
+                    self._render_tab("request")
             return
-        self._outcome = view.record.outcome if view is not None and view.record is not None else None
+        self._outcome = _request_facts(view)
         self._dirty = set(TABS)
         self._render_tab(self.active)
 
@@ -213,7 +231,7 @@ class CallPane(Widget):
             head.append(f"\nlive request{wire}: call id {record.call_id}, session "
                         f"{record.session if record.session is not None else '(anonymous)'}, "
                         f"model {record.model or '-'}, {record.outcome}, "
-                        f"{record.chunks_served} chunk(s) served")
+                        f"{served_so_far(record, view.served)} chunk(s) served")
         recorded = self._recorded_context(view)
         if recorded is None:
             head.append("\nno recorded context: this entry comes from the sidecar", style="dim")

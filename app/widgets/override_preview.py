@@ -42,15 +42,36 @@ def _line(item: ScriptEntry | None, index: int, changed: bool, cache: Summaries 
             f"{s['finish'] or '-'}  {s['summary']}")
 
 
+WINDOW = 150
+"""Calls shown on each side of the selected one: a script of thousands of calls is laid out in
+a fraction of the time (laying out every row took seconds), the rest is counted."""
+
+
+def window_bounds(count: int, selected: int | None, window: int | None) -> tuple[int, int]:
+    """The rows ``[lo, hi)`` a side shows: all of them, or ``window`` each side of ``selected``."""
+    if window is None or count <= 2 * window + 1:
+        return 0, count
+    centre = min(max(selected or 0, 0), count - 1)
+    lo = max(centre - window, 0)
+    hi = min(lo + 2 * window + 1, count)
+    return max(hi - 2 * window - 1, 0), hi
+
+
 def script_text(rows: list[EntryComparison], side: str, selected: int | None,
-                cache: Summaries | None = None) -> Text:
-    """One line per call of one side (``derived`` or ``effective``); changed calls highlighted."""
+                cache: Summaries | None = None, window: int | None = None) -> Text:
+    """One line per call of one side (``derived`` or ``effective``); changed calls highlighted.
+    With ``window``, only that many calls each side of the selected one (the others counted)."""
     if not rows:
         return Text("(no calls)", style="dim")
+    lo, hi = window_bounds(len(rows), selected, window)
     lines: list[str] = []
     marks: list[tuple[int, int, str]] = []
     offset = 0
-    for row in rows:
+    if lo:
+        lines.append(f"  … {lo} call(s) above")
+        marks.append((0, len(lines[0]), "dim"))
+        offset = len(lines[0]) + 1
+    for row in rows[lo:hi]:
         item = row.derived if side == "derived" else row.effective
         line = _line(item, row.index, row.changed, cache)
         if item is None:
@@ -61,6 +82,10 @@ def script_text(rows: list[EntryComparison], side: str, selected: int | None,
             marks.append((offset, offset + len(line), SELECTED))
         lines.append(line)
         offset += len(line) + 1
+    if hi < len(rows):
+        below = f"  … {len(rows) - hi} call(s) below"
+        lines.append(below)
+        marks.append((offset, offset + len(below), "dim"))
     out = Text("\n".join(lines), no_wrap=True, overflow="ellipsis")
     for begin, finish, style in marks:
         out.stylize(style, begin, finish)
@@ -150,19 +175,22 @@ class OverridePreview(Vertical):
     def show(self, rows: list[EntryComparison], selected: int | None) -> None:
         """Redraw from a fresh comparison, scrolled to the selected call."""
         cache = self._summaries
-        self.query_one("#oe-derived", Static).update(script_text(rows, "derived", selected, cache))
+        self.query_one("#oe-derived", Static).update(
+            script_text(rows, "derived", selected, cache, WINDOW))
         self.query_one("#oe-effective", Static).update(
-            script_text(rows, "effective", selected, cache))
+            script_text(rows, "effective", selected, cache, WINDOW))
         diff = diff_text(rows)
         self.query_one("#oe-diff", Static).update(diff)
         line = diff_line(diff, selected) if selected is not None else None
-        self.call_after_refresh(self._scroll, selected, line)
+        lo = window_bounds(len(rows), selected, WINDOW)[0]
+        row = None if selected is None else selected - lo + (1 if lo else 0)
+        self.call_after_refresh(self._scroll, row, line)
 
-    def _scroll(self, selected: int | None, line: int | None) -> None:
+    def _scroll(self, row: int | None, line: int | None) -> None:
         """Keep the selected call's row in the middle of both sides, its difference on top."""
-        if selected is not None:
+        if row is not None:
             for side in self.query(".oe-side").results(VerticalScroll):
-                side.scroll_to(y=max(selected - side.scrollable_content_region.height // 2, 0),
+                side.scroll_to(y=max(row - side.scrollable_content_region.height // 2, 0),
                                animate=False, immediate=True)
         if line is not None:
             self.query_one("#oe-diff-box", VerticalScroll).scroll_to(y=line, animate=False,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -108,8 +109,22 @@ class RawSidecarPane(Vertical):
         if len(problems) > LISTED:
             options.append(Option(f"… and {len(problems) - LISTED} more", disabled=True))
         listed = self.query_one("#rs-problems", OptionList)
+        before = listed.highlighted
         listed.clear_options()
         listed.add_options(options)
+        if problems:  # a row is always highlighted, so Enter on the list jumps to one
+            listed.highlighted = min(before or 0, min(len(problems), LISTED) - 1)
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed while the problems list has focus goes to the text, at its cursor (the
+        list has no use for it)."""
+        listed = self.query_one("#rs-problems", OptionList)
+        if listed.has_focus and event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            area = self.query_one("#rs-text", TextArea)
+            area.focus()
+            area.insert(event.character)
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()

@@ -284,7 +284,11 @@ class ReplayEngine:
 
     def _bind_call(self, session_id: str | None, messages: Any, run: str,
                    model: str | None, retry: bool = False, dialect: str | None = None) -> Call:
-        if self._not_loaded is not None:
+        if self._not_loaded is not None:  # observers see the refusal (the debugger logs it)
+            self._emit(ev.BindingFailed(run, session_id, ScenarioNotLoadedError.code,
+                                        f"answered 503: the scenario is not loaded "
+                                        f"[{self._not_loaded.code}]", retry, messages,
+                                        dialect=dialect))
             raise ScenarioNotLoadedError(
                 "the scenario is not loaded, so no call can be served: "
                 f"[{self._not_loaded.code}] {self._not_loaded.message} — fix it and reload")

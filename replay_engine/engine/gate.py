@@ -116,9 +116,10 @@ def pause(call: Call) -> None:
 
 
 def release(call: Call, how: StepHow) -> None:
-    """Give a held call one chunk (``chunk``) or the rest of its chunks (``call``, ``continue``)."""
+    """Give a held call one more chunk (``chunk``: presses the call had no time to serve yet
+    add up) or the rest of its chunks (``call``, ``continue``)."""
     if how == "chunk":
-        call.budget = 1
+        call.budget = 1 if call.budget is None else call.budget + 1
     else:
         call.budget = None
         call.run_to_end = True

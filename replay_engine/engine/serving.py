@@ -132,7 +132,7 @@ class CallServing:
                 call.served += 1
                 if call.budget is not None and not call.run_to_end:
                     call.budget = max(call.budget - 1, 0)
-                if gate.mode == "chunk" and not call.run_to_end:
+                elif gate.mode == "chunk" and not call.run_to_end:
                     call.budget = 0
                 if hub.chunk_observers:
                     hub.deliver(list(hub.chunk_observers), ev.ChunkServed(

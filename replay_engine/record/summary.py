@@ -16,12 +16,23 @@ def report_line(report: CallReport) -> str:
     return f"{head}, finish {report.finish}"
 
 
+def report_warnings(report: CallReport) -> list[str]:
+    """The warnings of one recorded call, each naming it (file, call number and key)."""
+    return [f"{report.file} call #{report.index} (model call {report.key}): {note}"
+            for note in report.notes]
+
+
 def recording_summary(recording: Recording) -> list[str]:
     """What a finished recording wrote, and what keeps it from loading."""
     recorder = recording.recorder
     logs = ", ".join(log.path.name for log in recorder.sessions.values()) or "no logs"
     lines = [f"recorded {len(recording.reports)} call(s) of {len(recorder.sessions)} session(s) "
              f"into {recording.directory} ({logs})"]
+    unreached = sum(1 for report in recording.reports if not report.reached)
+    if unreached:
+        lines.append(f"{unreached} of them never reached the upstream: it did not answer "
+                     "(check the --upstream URL and that it is up); each is recorded as the "
+                     "502 the agent got, not as anything the provider said")
     if recorder.dropped:
         lines.append(f"{len(recorder.dropped)} call(s) still streaming at stop were not recorded")
     if recorder.primary_failed:

@@ -58,7 +58,7 @@ class ScenarioRun:
         """The debugger process (with ``--dsh-replay-debug``)."""
         self.ready_dir: Path | None = None
         """Where this test's relative hang readyFiles are created (a directory of the test's
-        own ``tmp_path``; None while recording or in the debugger, which has its own)."""
+        own ``tmp_path``, also under the debugger; None while recording)."""
         self.recording: WholeRecording | None = None
         self.episodes: NewEpisodes | FromDivergence | None = None
         self._shown = shown
@@ -100,9 +100,15 @@ class ScenarioRun:
 
             assert settings.debug is not None
             self._work = Path(tempfile.mkdtemp(prefix="dsh-replay-debug-"))
+            self.ready_dir = ready_dir()  # the debugger makes the markers where a replay would
             self.debugger = Debugger(self.scenario, self._work, debugger_flags(
-                settings.debug, settings.breaks, strict=self.strict, bind=self.bind))
-            self.url = self.debugger.wait_for_url()
+                settings.debug, settings.breaks, strict=self.strict, bind=self.bind,
+                ready_dir=self.ready_dir))
+            try:  # the debugger writes its URL once the scenario loaded: the test waits for it
+                self.url = self.debugger.wait_for_url()
+            except RuntimeError:
+                self._raise_load_error()  # quit before it loaded: fail as a replay would
+                raise
             self.run = DEFAULT_RUN
         else:
             self._start_replay(pool, run, ready_dir)
@@ -115,6 +121,18 @@ class ScenarioRun:
                 kind = FromDivergence if settings.record == "from_divergence" else NewEpisodes
                 self.episodes = kind(pool, server, self.scenario, run, settings.upstream,
                                      self._scrub)
+
+    def _raise_load_error(self) -> None:
+        """Raise the scenario's own load error, if it has one (what a plain replay reports)."""
+        from ..errors import ReplayError
+        from ..scenario.loading import load_scenario
+
+        try:
+            load_scenario(self.scenario)
+        except ReplayError:
+            raise
+        except OSError:
+            pass  # the debugger's own failure says more
 
     def _start_replay(self, pool: ServerPool, run: str, ready_dir: Callable[[], Path]) -> None:
         from ..engine import events as ev
@@ -130,7 +148,8 @@ class ScenarioRun:
         def observe(event: EngineEvent) -> None:
             if isinstance(event, ev.BindingFailed) and event.run == run:
                 refused.append(RefusedCall(event.session, event.code, event.message, event.messages,
-                                           event.script_index, event.call_index, event.dialect))
+                                           event.script_index, event.call_index, event.dialect,
+                                           event.retry))
 
         def begin() -> None:  # on the loop before any call of the test: no need to wait
             engine.forget(run)  # a rerun of the same test starts from a fresh run
@@ -143,6 +162,7 @@ class ScenarioRun:
     def report(self, pool: ServerPool | None, *, failed: bool = False) -> list[str]:
         """Every problem of this test's run (empty when the replay went as recorded); with
         ``failed`` (the test failed by itself) the first divergence also comes alone."""
+        from ..errors import ReplayError
         from .diagnosis import failure_report
 
         if self.mode == "record":
@@ -150,6 +170,9 @@ class ScenarioRun:
         if self.mode == "debug":
             try:
                 scripts, journal, unconsumed, problems = self._debugger_facts()
+            except ReplayError as exc:  # changed since the debugger quit, or never loaded
+                return [f"dsh-replay: cannot report on {self._shown(self.scenario)}: "
+                        f"[{exc.code}] {exc.message}"]
             except (OSError, ValueError, KeyError) as exc:
                 assert self.debugger is not None
                 return [f"dsh-replay: the debugger (status {self.debugger.process.returncode}) "

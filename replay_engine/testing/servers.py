@@ -6,6 +6,7 @@ the two other ways a test can be served: a recorder, or a debugger in its own pr
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import concurrent.futures
 import contextlib
@@ -40,7 +41,6 @@ def _nothing() -> None:
 DEBUGGER_ENV = "DSH_REPLAY_DEBUGGER"
 """Overrides the debugger command (split like a shell would; the scenario, ``--port 0
 --url-file F --verdict-file V`` and the test's flags are appended)."""
-DEBUGGER_START_SECONDS = 60.0
 
 
 class LoopThread:
@@ -54,7 +54,10 @@ class LoopThread:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:  # the thread closes its own loop: an interrupted close() cannot leave it open
+            self.loop.close()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
@@ -97,11 +100,10 @@ class LoopThread:
 
     def close(self) -> None:
         """Stop the loop and join its thread."""
-        if self.loop.is_closed():
+        if self.loop.is_closed() or not self._thread.is_alive():
             return
         self.post(self.loop.stop)  # after what was queued later
-        self._thread.join()
-        self.loop.close()
+        self._thread.join()  # the thread closes the loop once it stops
 
 
 class Hosted:
@@ -176,9 +178,12 @@ class ServerPool:
 
     @property
     def loop(self) -> LoopThread:
-        """The background loop (started on first use)."""
+        """The background loop (started on first use). The pool is closed at interpreter exit
+        if nothing closed it before (an interrupted session, a worker stopped early), so no
+        server task or loop is left for the garbage collector to complain about."""
         if self._loop is None:
             self._loop = LoopThread()
+            atexit.register(self.close)
         return self._loop
 
     def server(self, directory: Path, bind: BindMode = "content") -> ReplayServer:
@@ -240,6 +245,7 @@ class ServerPool:
                 with contextlib.suppress(Exception):
                     await item.stop()
 
+        atexit.unregister(self.close)
         try:
             self._loop.run(stop_all())
         finally:
@@ -264,10 +270,13 @@ def debugger_base_command() -> list[str]:
 
 
 def debugger_flags(mode: StepMode, breaks: Sequence[tuple[int, int]], *, strict: bool,
-                   bind: BindMode) -> list[str]:
+                   bind: BindMode, ready_dir: Path | None = None) -> list[str]:
     """The debugger's flags for a test: its start mode and breakpoints (``run`` and none are
-    the debugger's defaults, left out), ``--strict`` and ``--bind`` as the test replays."""
+    the debugger's defaults, left out), ``--strict``, ``--bind`` and ``--ready-dir`` as the
+    test replays."""
     flags = [] if mode == "run" else ["--mode", mode]
+    if ready_dir is not None:
+        flags += ["--ready-dir", str(ready_dir)]
     for script, call in breaks:
         flags += ["--break", f"{script}:{call}"]
     if strict:
@@ -295,9 +304,11 @@ class Debugger:
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
 
-    def wait_for_url(self, timeout: float = DEBUGGER_START_SECONDS) -> str:
-        """The debugger's base URL, once its URL file appears (it writes it atomically)."""
-        deadline = time.monotonic() + timeout
+    def wait_for_url(self, timeout: float | None = None) -> str:
+        """The debugger's base URL, once its URL file appears (it writes it atomically, once
+        the scenario loaded: while the user fixes one that does not, this waits; None: as
+        long as the debugger runs)."""
+        deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
         while True:
             if self.url_file.is_file():
                 text = self.url_file.read_text(encoding="utf-8").strip()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from dsh_replay_tui.headless.callview import (
@@ -16,7 +18,7 @@ from dsh_replay_tui.widgets.chunk_list import ChunkList, TextLines
 from dsh_replay_tui.widgets.rendered_lines import RenderedLines
 
 from replay_engine.scenario.loading import load_scenario
-from tests.app.apptools import client, make_app, until
+from tests.app.apptools import BASIC_PROMPT, client, make_app, stream_text, until
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.anyio
@@ -108,6 +110,53 @@ async def test_tabs_show_output_chunks_request_diff_and_raw_json() -> None:
         output = pane.query_one("#output", RenderedLines).text.replace("\n", " ")
         assert "The workspace has README.md and src. Hello!" in output
         await sdk.close()
+
+
+async def test_the_request_tab_counts_chunks_as_they_are_stepped_and_when_the_call_ends() -> None:
+    app = make_app(SAMPLES / "basic-chat", mode="chunk")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s")
+        call = asyncio.create_task(stream_text(sdk, BASIC_PROMPT))
+        pane = app.call_pane
+        request = pane.query_one("#request", RenderedLines)
+
+        def paused_at() -> int | None:
+            held = [b for b in app.engine.state().bindings if b.status == "paused"]
+            return held[0].chunks_served if held else None
+
+        await until(app, lambda: paused_at() == 0, "the first pause")
+        await pilot.press("n")
+        await until(app, lambda: paused_at() == 1, "one chunk")
+        pane.show_tab("request")
+        await pilot.pause()
+        assert "streaming, 1 chunk(s) served" in request.text
+        await pilot.press("n")  # n shows the chunks; the request tab is painted anew when shown
+        await until(app, lambda: paused_at() == 2, "the next chunk")
+        pane.show_tab("request")
+        await pilot.pause()
+        assert "streaming, 2 chunk(s) served" in request.text
+        await pilot.press("e")
+        await call
+        await until(app, lambda: not app.engine.state().bindings[0].call_index, "the end")
+        await pilot.pause()
+        assert "finished, 10 chunk(s) served" in request.text, request.text
+        await sdk.close()
+
+
+async def test_a_hang_shows_the_prefix_it_serves_before_it_waits() -> None:
+    from replay_engine import HANG_PREFIX
+
+    app = make_app(SAMPLES / "hang-ready-file")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.ready.wait()
+        app.scripts_view.select(0, 1)
+        app.call_pane.show_tab("chunks")
+        await pilot.pause()
+        pane = app.call_pane
+        assert pane.view is not None and pane.view.script.entries[1].entry.kind == "hang"
+        assert f"hang  replaced  {len(HANG_PREFIX)} chunk(s)" in pane._title().plain
+        assert pane.query_one(ChunkList).row_count == len(HANG_PREFIX)
 
 
 async def test_the_request_tab_reads_a_request_by_the_wire_it_came_on() -> None:

@@ -70,3 +70,32 @@ def test_url_file_becomes_an_option() -> None:
     args = build_parser().parse_args([BASIC])
     args.scenario_path = Path(args.scenario)
     assert options_from_args(args).url_file is None
+
+
+@pytest.mark.parametrize("where", ["directory", "missing-parent"])
+def test_a_verdict_file_that_cannot_be_written_is_refused_at_start(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    flag = "--verdict-file"
+    path = tmp_path if where == "directory" else tmp_path / "nowhere" / "verdict.json"
+    assert main([BASIC, flag, str(path)]) == 2  # before the debugger starts: no terminal needed
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"dsh-replay-tui: error: {flag} {path}: ")
+    assert ("is a directory" if where == "directory" else "does not exist") in err
+
+
+@pytest.mark.parametrize("where", ["options_from_args", "run"])
+def test_ctrl_c_while_starting_is_one_line_not_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    import dsh_replay_tui.__main__ as entry
+    from dsh_replay_tui.app import ReplayApp
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    if where == "run":  # before the screen takes the terminal, Ctrl+C is SIGINT
+        monkeypatch.setattr(ReplayApp, "run", interrupted)
+    else:
+        monkeypatch.setattr(entry, "options_from_args", interrupted)
+    assert main([BASIC, "--port", "0"]) == 130
+    err = capsys.readouterr().err
+    assert err == "dsh-replay-tui: interrupted while starting; nothing was served\n"

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,45 @@ def test_e_in_a_real_terminal_suspends_runs_the_editor_and_reloads(tmp_path: Pat
     ran = editor_ran(tmp_path)
     assert ran == {"args": [str(root / SIDE)], "tty": True}  # it had the terminal
     assert json.loads((root / SIDE).read_text())["patches"][0]["entry"] == {"kind": "hang"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("editor", ["nosuch-editor", "nosuch-code --wait", "/nowhere/bin/vi"])
+async def test_an_editor_that_cannot_start_is_a_message_and_the_debugger_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, editor: str) -> None:
+    root = copy_sample(SAMPLES, "basic-chat", tmp_path)
+    monkeypatch.setenv("VISUAL", editor)
+    app = make_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        hand_over_allowed(app, monkeypatch)
+        await pilot.press("E")
+        program = editor.split()[0]
+        await until(app, lambda: any(f"E: cannot run {program}: it " in x
+                                     for x in app.live_pane.lines), "the message")
+        assert "$VISUAL / $EDITOR" in [n.message for n in app._notifications][-1]
+        assert not any("E: opening" in x for x in app.live_pane.lines)
+        await pilot.press("q")  # the debugger still answers its keys
+    assert app.return_code == 3 and "NOT consumed" in str(app.return_value)
+
+
+@pytest.mark.skipif(TMUX is None or TUI is None, reason="needs tmux and the dsh-replay-tui script")
+@pytest.mark.parametrize("editor", ["nosuch-editor", "nosuch-code --wait"])
+def test_a_missing_editor_in_a_real_terminal_leaves_the_debugger_running(
+        tmp_path: Path, editor: str) -> None:
+    terminal = Terminal(f"dsh-replay-noeditor-{uuid.uuid4().hex[:12]}", tmp_path / "tmux.conf")
+    assert TUI is not None
+    try:
+        terminal.start(tmp_path, "env", f"VISUAL={editor}", TUI, str(SAMPLES / "basic-chat"),
+                       "--port", "0", size=(80, 24))
+        terminal.wait_for("the first paint", lambda s: "serving on" in s)
+        terminal.tmux("send-keys", "-t", "e2e", "E")
+        terminal.wait_for("the message", lambda s: "is not installed" in s and "Scripts" in s)
+        terminal.tmux("send-keys", "-t", "e2e", "q")
+        assert terminal.wait_for_status() == 3
+        screen = terminal.wait_for("the verdict", lambda s: "Pane is dead" in s, history=True,
+                                   exited=True)
+        assert "NOT consumed" in screen
+    finally:
+        subprocess.run([TMUX or "tmux", "-L", terminal.socket, "kill-server"],
+                       capture_output=True, timeout=10, check=False)

@@ -17,7 +17,7 @@ from dsh_replay_tui.widgets.kind_toggle import KindToggle
 from textual.containers import VerticalScroll
 from textual.widgets import Input, TextArea
 
-from replay_engine import load_scenario, throw_code_warning
+from replay_engine import ReplayError, load_scenario, throw_code_warning
 from tests.app.apptools import copy_sample, make_app
 from tests.app.test_override_editor import (
     SIDE,
@@ -232,3 +232,23 @@ async def test_f1_shows_the_editors_keys_and_kinds(root: Path, size: str) -> Non
         assert "Search syntax" not in help_screen.text
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, OverrideEditorScreen))
+
+
+@pytest.mark.parametrize("ready", ["../outside.marker", "/etc/outside.marker"])
+async def test_a_ready_file_outside_the_ready_directory_is_no_valid_entry(
+        root: Path, ready: str) -> None:
+    """The editor, validate and serving share one rule: what serving refuses is never valid."""
+    app = host(load_scenario(root), 1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(app, pilot)
+        await pilot.press("h")
+        await type_into(pilot, "#oe-ready", ready)
+        await pilot.pause()
+        status = text_of(screen, "#oe-json-status")
+        assert status.startswith("✗ ") and "readyFile" in status, status
+        assert "valid entry" not in status
+    patch_at_1(root, {"kind": "hang", "readyFile": ready})
+    with pytest.raises(ReplayError) as refused:
+        load_scenario(root)
+    assert "SIDECAR" in refused.value.code
+    assert "readyFile" in refused.value.message

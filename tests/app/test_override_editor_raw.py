@@ -162,3 +162,28 @@ async def test_o_in_the_debugger_fixes_the_sidecar_and_the_scenario_reloads(
         await until_flush(app, lambda: app.scenario is not None, "the reload")
         assert not app.banner.showing and app.screen is app.main
         assert app.engine.scripts[0].entries[0].entry.kind == "hang"
+
+
+async def test_tab_to_the_problems_highlights_one_enter_jumps_and_typing_goes_to_the_text(
+        tmp_path: Path) -> None:
+    root = broken(tmp_path)
+    app = Host(lambda: OverrideEditorScreen.for_directory(root))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(app, pilot)
+        pane = screen.raw
+        assert pane is not None
+        area = pane.query_one("#rs-text", TextArea)
+        listed = pane.query_one("#rs-problems", OptionList)
+        while not listed.has_focus:  # Tab, as a user would, until the list has focus
+            await pilot.press("tab")
+        assert listed.highlighted == 0
+        await pilot.press("down", "enter")
+        second = pane.problems[1]
+        await until(pilot, lambda: area.has_focus)
+        assert area.cursor_location == (second.line - 1, second.column - 1)
+        listed.focus()
+        await pilot.pause()
+        before = area.text
+        await pilot.press("z")
+        await until(pilot, lambda: area.text != before)
+        assert area.has_focus and len(area.text) == len(before) + 1

@@ -101,7 +101,15 @@ async def test_record_refuses_a_directory_holding_a_scenario(tmp_path: Path) -> 
             assert app.server is None and app.scenario is None
             assert any("not recording" in line and "--force" in line
                        for line in app.live_pane.lines)
+            await pilot.pause()
+            assert app.header.text.plain.strip()  # the header says what state this is
+            assert app.call_pane.view is None
+            assert "Nothing recorded: the banner above says why" in app.call_pane._about.plain  # type: ignore[union-attr]
             await pilot.press("q")
+        assert app.return_code == 1
+        verdict = str(app.return_value)
+        assert verdict.startswith("NOT recorded: ") and "--force" in verdict
+        assert "never loaded" not in verdict
 
 
 def test_record_flags_go_together() -> None:
@@ -156,3 +164,32 @@ async def test_record_mode_says_recording_and_the_demo_agent_records_then_replay
             await until(app, lambda: "consumed ✓" in app.header.text.plain, "consumed")
             await pilot.press("q")
         assert app.return_code == 0
+
+
+async def test_recording_from_an_upstream_that_does_not_answer_says_nothing_was_reached(
+        tmp_path: Path) -> None:
+    import socket
+
+    import openai
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        upstream = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    target = tmp_path / "recorded"
+    app = ReplayApp(AppOptions(scenario=target, port=0, watch=False, upstream=upstream))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.ready.wait()
+        assert app.record is not None and app.record.recording is not None
+        sdk = openai.AsyncOpenAI(base_url=app.record.recording.base_url, api_key=API_KEY,
+                                 max_retries=0)
+        with pytest.raises(openai.APIStatusError) as refused:
+            await sdk.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                     "content": "hi"}])
+        await sdk.close()
+        assert refused.value.status_code == 502
+        await until(app, lambda: any(f"nothing reached {upstream}" in line
+                                     for line in app.live_pane.lines), "the warning")
+        await pilot.press("q")
+    summary = str(app.return_value)
+    assert "recorded 1 call(s)" in summary
+    assert "1 of them never reached the upstream: it did not answer" in summary

@@ -1,8 +1,8 @@
 """Stands in for ``dsh-replay-tui`` under ``--dsh-replay-debug`` where no terminal is.
 
 It takes the debugger's arguments (``SCENARIO --port 0 --url-file F --verdict-file V`` and
-the ``--mode``, ``--break``, ``--strict`` and ``--bind`` the plugin passes), writes them to
-``$STANDIN_ARGV``, serves the scenario with the same engine settings, and on SIGINT (the
+the ``--mode``, ``--break``, ``--strict``, ``--bind`` and ``--ready-dir`` the plugin passes),
+writes them to ``$STANDIN_ARGV``, serves the scenario with the same engine settings, and on SIGINT (the
 user's quit) writes the verdict file and prints the verdict, as the debugger does.
 """
 
@@ -40,12 +40,13 @@ def main(argv: list[str]) -> int:
                         type=parse_breakpoint)
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--bind", default="content")
+    parser.add_argument("--ready-dir", default=None)
     return asyncio.run(serve(parser.parse_args(argv)))
 
 
 async def serve(args: argparse.Namespace) -> int:
     engine = ReplayEngine(load_scenario(args.scenario).scripts, strict=args.strict,
-                          bind=args.bind)
+                          bind=args.bind, ready_dir=args.ready_dir)
     engine.set_mode(args.mode)
     for script, call in args.breaks:
         engine.toggle_breakpoint(script, call)

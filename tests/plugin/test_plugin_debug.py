@@ -12,6 +12,7 @@ import json
 import shlex
 import shutil
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def terminal(tmp_path: Path) -> Iterator[object]:
         pytest.skip("tmux and the installed dsh-replay-tui are needed")
     from tests.app.test_e2e_tmux import Terminal
 
-    term = Terminal(f"dsh-replay-plugin-{tmp_path.name}", tmp_path / "tmux.conf")
+    term = Terminal(f"dsh-replay-plugin-{uuid.uuid4().hex[:12]}", tmp_path / "tmux.conf")
     try:
         yield term
     finally:
@@ -235,3 +236,91 @@ def test_debug_holds_the_first_call_in_a_real_terminal(project: pytest.Pytester,
     assert lines[verdict - 1].rstrip() == "test_held.py", done
     assert lines[verdict + 1] == "  - the anonymous session consumed 1/2 recorded call(s)"
     assert lines[verdict + 2].startswith("test_held.py ."), done
+
+
+HANG_TEST = '''
+    import threading
+    import time
+    import httpx
+    import openai
+    import pytest
+
+    @pytest.mark.dsh_replay("scenarios/hang")
+    def test_waits_for_the_ready_file(dsh_replay, tmp_path):
+        client = openai.OpenAI(base_url=dsh_replay.base_url, api_key="k", max_retries=0)
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
+        errors = []
+
+        def hang():
+            try:
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": "b"}])
+            except openai.APIError as exc:
+                errors.append(exc)
+
+        waiter = threading.Thread(target=hang)
+        waiter.start()
+        assert dsh_replay.ready_dir.parent == tmp_path  # the test's own, as in a plain replay
+        marker = dsh_replay.ready_dir / "hang-ready.marker"
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the hang never made its marker"
+            time.sleep(0.01)
+        httpx.post(dsh_replay.anthropic_base_url + "/replay/v1/cancel", json={})
+        waiter.join(30)
+        assert errors and not waiter.is_alive()
+        with open("body-done.txt", "w") as note:
+            note.write("done")
+'''
+
+
+def test_a_hangs_ready_file_is_in_the_tests_ready_dir_under_the_debugger(
+        project: pytest.Pytester, standin: Path) -> None:
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makepyfile(test_hang=HANG_TEST.replace(
+        "        with open(\"body-done.txt\", \"w\") as note:\n"
+        "            note.write(\"done\")\n",
+        "        import os, signal\n"
+        "        dsh_replay.debugger.process.send_signal(signal.SIGINT)\n"))
+    result = run(project, "--dsh-replay-debug", "--dsh-replay-debug-mode", "run")
+    result.assert_outcomes(passed=1)
+    argv = json.loads(standin.read_text())
+    assert Path(argv[argv.index("--ready-dir") + 1]).name == "dsh-replay-ready"
+
+
+def test_a_debugger_quit_before_the_scenario_loaded_fails_as_a_replay_would(
+        project: pytest.Pytester, standin: Path) -> None:
+    (project.path / "scenarios" / "basic-chat" / "replay.override.json").write_text("{oops")
+    project.makepyfile(test_debug=DEBUG_TESTS)
+    plain = run(project, "-k", "test_whole")
+    debugged = run(project, "--dsh-replay-debug", "-k", "test_whole")
+    plain.assert_outcomes(errors=1)
+    debugged.assert_outcomes(errors=1)
+    reason = [line for line in plain.outlines if "cannot serve" in line]
+    assert reason and "[SIDECAR" in reason[0], plain.outlines
+    assert [line for line in debugged.outlines if "cannot serve" in line] == reason
+    assert "Traceback" not in debugged.stdout.str() and "SidecarError" not in debugged.stdout.str()
+
+
+def test_the_debugger_holds_the_test_until_its_scenario_loads_in_a_real_terminal(
+        project: pytest.Pytester, terminal: object) -> None:
+    """A sidecar that does not load: the test waits (none of its calls refused) while the user
+    fixes it; then it runs, and its hang's marker is in the test's own ready directory."""
+    from tests.app.test_e2e_tmux import Terminal
+
+    assert isinstance(terminal, Terminal)
+    scenario = project.path / "scenarios" / "hang"
+    shutil.copytree(SAMPLES / "hang-ready-file", scenario)
+    sidecar = scenario / "replay.override.json"
+    good = sidecar.read_bytes()
+    sidecar.write_text("{oops")
+    project.makepyfile(test_hang=HANG_TEST)
+    command = shlex.join([sys.executable, "-m", "pytest", *PLUGIN, "-p", "no:randomly",
+                          "--dsh-replay-debug", "--dsh-replay-debug-mode", "run", "test_hang.py"])
+    terminal.start(project.path, "sh", "-c", f"{command}; echo pytest-exit-$?", size=(80, 24))
+    terminal.wait_for("the load error", lambda s: "Cannot load the scenario" in s)
+    sidecar.write_bytes(good)  # as the user would fix it (o, E, or another editor)
+    terminal.wait_for("the test's body to end", lambda s: (project.path / "body-done.txt").exists())
+    terminal.tmux("send-keys", "-t", "e2e", "q")
+    done = terminal.wait_for("pytest to end", lambda s: "pytest-exit-" in s, history=True,
+                             exited=True)
+    assert "pytest-exit-0" in done and "1 passed" in done, done

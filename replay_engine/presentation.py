@@ -95,8 +95,8 @@ def verdict_text(problems: list[str], scripts: int) -> str:
 
 
 def run_verdict(engine: ReplayEngine, run: str) -> dict[str, Any]:
-    """One run's verdict as JSON: every problem, SPEC 5's ``unconsumed`` ones apart, and the
-    journal (what ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin
+    """One run's verdict as JSON: every problem, the ``unconsumed`` ones (docs/format.md#binding) apart, and
+    the journal (what ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin
     reads once the debugger let go)."""
     return {"run": run, "problems": engine.verdict_problems(run),
             "unconsumed": engine.consumed_problems(run),

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["replay", "episodes", "record", "debug"]
 Facts = tuple["list[SessionScript]", "list[dict[str, Any]]", "list[str]", "list[str]"]
-"""What a report is made of: scripts, journal, SPEC 5's problems, the verdict's others."""
+"""What a report is made of: scripts, journal, the unconsumed problems (docs/format.md#binding),
+the verdict's others."""
 
 
 class ScenarioRun:

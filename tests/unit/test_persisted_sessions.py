@@ -1,5 +1,5 @@
-"""Persisted sessions (SPEC 2b.9): concatenated zstd frames of the harness's session store,
-opened directly as one-session scenarios by loading, ``validate``, ``inspect`` and ``serve``;
+"""Persisted sessions (docs/format.md#persisted-sessions): concatenated zstd frames of the harness's session
+store, opened directly as one-session scenarios by loading, ``validate``, ``inspect`` and ``serve``;
 a torn last frame keeps its complete lines with a warning, a damaged frame is an error."""
 
 from __future__ import annotations

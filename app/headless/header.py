@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from replay_engine import CallRecord, Pace, RunState
+from replay_engine import VERDICT_WAITING, CallRecord, Pace, RunState
 
 GAP = "  "
 MIN_PATH = 12
@@ -86,6 +86,8 @@ def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
         flags.append(Text(f"diverged at #{call}{of}", style="bold red"))
     if not f.loaded:
         flags.append(Text("nothing loaded", style="bold red"))
+    elif not state.bindings and not state.refused and not f.flight and not state.consumed:
+        flags.append(Text(VERDICT_WAITING))
     elif state.consumed and not f.flight:
         flags.append(Text("consumed ✓", style="bold green"))
     elif state.consumed:

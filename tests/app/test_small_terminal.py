@@ -14,6 +14,7 @@ from dsh_replay_tui import keymap
 from dsh_replay_tui.headless.pace import step_pace
 from dsh_replay_tui.keymap import footer_width, shown_key
 from dsh_replay_tui.screens.detail import DetailScreen
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from dsh_replay_tui.screens.main import SIDE_BY_SIDE
 from dsh_replay_tui.widgets.chunk_list import ChunkList, chunk_row
 from dsh_replay_tui.widgets.rendered_lines import RenderedLines
@@ -228,6 +229,42 @@ async def test_header_puts_state_flags_first_and_keeps_them_at_80_columns(tmp_pa
         await pilot.press("c")
         await asyncio.wait_for(reader, 10)
         await sdk.close()
+
+
+async def test_a_fresh_start_waits_for_the_agent_and_says_not_consumed_once_served() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.pause()
+        first = header_lines(app)[0]
+        assert first.startswith("waiting for the agent  bound 0/1"), first
+        assert "not consumed" not in app.header.text.plain
+        styled = [span for span in app.header.text.spans if span.start == 0 and str(span.style)]
+        assert not styled, styled  # a neutral colour, not a warning
+        sdk = client(app, "s")
+        await stream_text(sdk, BASIC_PROMPT)  # one of the two recorded calls
+        await until(app, lambda: header_lines(app)[0].startswith("not consumed  bound 1/1"),
+                    "the verdict once a call was served")
+        await sdk.close()
+
+
+async def test_live_shows_the_three_sessions_of_a_parent_and_two_subagents_at_once() -> None:
+    app = make_app(SAMPLES / "nested-subagents")
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the dialect chooser")
+        await pilot.press("enter")
+        await until(app, lambda: "demo agent (openai) done (consumed: True)" in app.live_pane.lines,
+                    "the demo agent")
+        await pilot.pause()
+        view = app.live_pane.session_list
+        painted = ["".join(seg.text for seg in view.render_line(y))
+                   for y in range(view.scrollable_content_region.height)]
+        assert view.scroll_y == 0
+        assert [line.split()[0] for line in painted[:4]] == ["session", "demo-0", "demo-1",
+                                                            "demo-2"], painted
+        assert app.live_pane.event_log.scrollable_content_region.height >= 1  # events still show
 
 
 async def test_pace_keys_climb_the_ladder_from_anywhere() -> None:

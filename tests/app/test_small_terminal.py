@@ -231,6 +231,32 @@ async def test_header_puts_state_flags_first_and_keeps_them_at_80_columns(tmp_pa
         await sdk.close()
 
 
+async def test_the_scenario_path_stays_in_the_header_when_the_line_is_too_long(
+        tmp_path: Path) -> None:
+    """A long pace label (recorded gaps on a log without times) drops the URL, never the path:
+    the path keeps its end, cut from the left with an ellipsis."""
+    scenario = tmp_path / ("a-very-long-directory-name-" * 3) / "projected-chat"
+    scenario.mkdir(parents=True)
+    lines = (BASIC / "session.jsonl").read_text(encoding="utf-8").splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        event = json.loads(line)
+        for key in ("seq", "time", "seq0", "time0"):
+            event.pop(key, None)
+        out.append(json.dumps(event))
+    (scenario / "session.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    app = make_app(scenario)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("t")
+        await until(app, lambda: "no recorded times" in app.header.text.plain, "recorded pace")
+        second = header_lines(app)[1]
+        assert second.startswith("run default  pace recorded gaps x1"), second
+        assert second.endswith("-name-/projected-chat") and "…" in second, second
+        assert "no recorded times" in app.header.text.plain  # whole in the header's text
+        assert len(second) <= NARROW[0] - 2, second
+
+
 async def test_a_fresh_start_waits_for_the_agent_and_says_not_consumed_once_served() -> None:
     app = make_app(BASIC)
     async with app.run_test(size=NARROW) as pilot:

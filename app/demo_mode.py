@@ -1,6 +1,7 @@
 """The bundled demo agent, run from the debugger (``d``): it replays the served scenario through
-one dialect's official SDK, or, while recording, says a fixed short conversation through the
-recorder so a newcomer without an agent can record and then replay."""
+one dialect's client (the openai SDK, or httpx for Messages and Gemini), or, while recording,
+says a fixed short conversation through the recorder so a newcomer without an agent can
+record and then replay."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class DemoRunner:
                 result = await run_demo_conversation(url, dialect=dialect,
                                                      out=lambda line: self.log("demo: " + line))
             else:
-                from replay_engine import run_demo_agent  # loaded on first use: it imports the SDKs
+                from replay_engine import run_demo_agent  # loaded on first use: it imports openai
 
                 result = await run_demo_agent(url, ready_dir=ready_dir, dialect=dialect,
                                               out=lambda line: self.log("demo: " + line))

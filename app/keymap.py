@@ -163,7 +163,7 @@ APP_KEYS: tuple[Key, ...] = (
         moments=(LOAD_FAILED,)),
     Key("d", "demo", "Demo agent", "Run the bundled demo agent against the embedded server; it "
         "asks which wire to speak (openai chat completions, anthropic Messages, OpenAI "
-        "Responses or Google Gemini), each through its official SDK. While recording it says a "
+        "Responses or Google Gemini), each working on a plain install. While recording it says a "
         "fixed short conversation through the recorder (keys from $OPENAI_API_KEY, "
         "$ANTHROPIC_API_KEY or $GEMINI_API_KEY).", "Scenario", moments=(UNBOUND, RECORDING)),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "

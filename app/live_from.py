@@ -21,6 +21,7 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     diff_scenarios,
+    shown_url,
 )
 from replay_engine import events as ev
 
@@ -42,6 +43,8 @@ class LiveFrom:
         assert options.upstream is not None
         self.options = options
         self.upstream = options.upstream
+        self.shown_upstream = shown_url(options.upstream)
+        """The upstream as the screens show it (no credentials)."""
         self.auto = options.from_divergence
         self.log = log
         self.changed = changed
@@ -72,7 +75,7 @@ class LiveFrom:
             return None
         script, call = self.went[-1]
         of = "" if script == 0 else f" of script {script}"
-        return f"● LIVE FROM #{call}{of} → {self.upstream}"
+        return f"● LIVE FROM #{call}{of} → {self.shown_upstream}"
 
     # -- running ---------------------------------------------------------------------------
 
@@ -86,13 +89,13 @@ class LiveFrom:
         server.engine.set_go_live(DEFAULT_RUN, self._go_live)
         self._server = server
         how = "at each session's first divergence" if self.auto else "from the call you pick (L)"
-        self.log(Text(f"live from: calls go to {self.upstream} {how}", style="bold"))
+        self.log(Text(f"live from: calls go to {self.shown_upstream} {how}", style="bold"))
 
     def _go_live(self, script: int, call: int, found: Any) -> bool:
         if not ((self.auto and found is not None) or (script, call) in self.armed):
             return False
         self.went.append((script, call))
-        self.log(Text(f"● LIVE FROM #{call} of script {script} → {self.upstream}"
+        self.log(Text(f"● LIVE FROM #{call} of script {script} → {self.shown_upstream}"
                       + (f": {found.describe()}" if found is not None else ""), style="bold red"))
         self.changed()
         return True

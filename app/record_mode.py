@@ -12,7 +12,15 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from replay_engine import CallReport, Recording, ReplayError, record_scenario, recording_summary
+from replay_engine import (
+    CallReport,
+    Recording,
+    ReplayError,
+    record_scenario,
+    recording_summary,
+    report_warnings,
+    shown_url,
+)
 
 from .headless.state import AppOptions
 
@@ -45,6 +53,8 @@ class RecordMode:
             raise ValueError("record mode needs an upstream")
         self.options = options
         self.upstream = options.upstream
+        self.shown_upstream = shown_url(options.upstream)
+        """The upstream as the screens show it (no credentials)."""
         self.log = log
         self.changed = changed
         """Called when what the header shows changed (a call recorded, the recording ended)."""
@@ -83,9 +93,11 @@ class RecordMode:
         self.log(report_text(report))
         if report.problem:
             self.log(Text(f"warning: {report.problem}", style="bold yellow"))
+        for warning in report_warnings(report):
+            self.log(Text(f"warning: {warning}", style="bold yellow"))
         if not report.reached:
-            self.log(Text(f"warning: nothing reached {self.upstream}: it did not answer (check "
-                          "the --upstream URL and that it is up); the call is recorded as the "
+            self.log(Text(f"warning: nothing reached {self.shown_upstream}: it did not answer "
+                          "(check the --upstream URL and that it is up); the call is recorded as the "
                           "502 the agent got", style="bold yellow"))
         self.changed()
 
@@ -106,7 +118,7 @@ class RecordMode:
             return False
         try:
             url = self.options.url_label or self.recording.url  # a fixed label in snapshots
-            self.log(Text(f"recording into {self.options.scenario} from {self.upstream}",
+            self.log(Text(f"recording into {self.options.scenario} from {self.shown_upstream}",
                           style="bold red"))
             self.log(f"point the agent at {url}/v1 (Anthropic SDKs: {url}), or press d for the "
                      "demo agent; press s to stop recording and replay")

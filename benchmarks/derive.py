@@ -5,10 +5,12 @@ into ``benchmarks/_data/`` (reused afterwards): the generated "packed" shape (90
 runs in packed rows), the "corpus" shape (the conformance corpus's own logs replicated:
 mostly single chunk lines and large non-chunk events, few packed rows) and the "v4" shape
 (the generations corpus's own v4 logs replicated: settlement events with their streams;
-each corpus shape is skipped when its corpus is absent). Targets on a 2-core machine: packed
+each corpus shape is skipped when its corpus is absent); "packed-v4" sets the packed log
+beside its v4 rendering (the same calls as settlement events). Targets on a 2-core machine: packed
 load <= 1.0 s wall and peak RSS <= 2.5x the file size; the whole ``dsh-replay validate``
 process on the corpus and v4 shapes <= 1.0x an orjson-per-line parse process of the same
-file; ``dsh-replay --help`` <= 150 ms.
+file; the packed log's ``validate`` process <= 0.31x its orjson process, and its v4
+rendering's no slower than it; ``dsh-replay --help`` <= 150 ms.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ sys.path.insert(0, str(HERE))
 import msgspec  # noqa: E402
 import orjson  # noqa: E402
 from gen import VERSION as GEN_VERSION  # noqa: E402
-from gen import ensure_corpus_log, ensure_generation_log, ensure_log, write_log  # noqa: E402
+from gen import (  # noqa: E402
+    ensure_corpus_log,
+    ensure_generation_log,
+    ensure_log,
+    ensure_packed_v4,
+    write_log,
+)
 
 from replay_engine import derive_replay_script, load_scenario, parse_session_log  # noqa: E402
 from replay_engine.scenario.derive_fast import load_log  # noqa: E402
@@ -289,11 +297,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=int, default=100, help="log size in MB (10^6 bytes)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
-    parser.add_argument("--shape", choices=("all", "packed", "corpus", "v4", "start-up"),
+    parser.add_argument("--shape", choices=("all", "packed", "packed-v4", "corpus", "v4", "start-up"),
                         default="all", help="which measurements to run")
     args = parser.parse_args()
     if args.shape in ("all", "packed"):
         packed_shape(args)
+    if args.shape in ("all", "packed", "packed-v4"):
+        packed_generations(args.mb, args.reps)
     if args.shape in ("all", "corpus"):
         corpus_shape(args.mb, args.reps)
     if args.shape in ("all", "v4"):
@@ -364,6 +374,45 @@ def packed_shape(args: argparse.Namespace) -> None:
         f"(>= 100: {'ok' if best <= target else 'wall MISSED'}{'' if cpu <= target else ', cpu MISSED'}); "
         f"RSS {rss['load_log']:.2f}x file (<= 2.5: {'ok' if rss['load_log'] <= 2.5 else 'MISSED'})"
     )
+
+
+def packed_generations(mb: int, reps: int) -> None:
+    """The packed log beside its v4 rendering (the same calls as settlement events, SPEC 2b):
+    ``check_log`` in-process and the whole ``dsh-replay validate`` process, each against an
+    orjson-per-line read of its own file, all interleaved round by round."""
+    scenario = DATA / f"scenario-{mb}mb-v{GEN_VERSION}"
+    log = ensure_log(scenario / "session.jsonl", mb * MB)
+    v4_scenario = DATA / f"packed-v4-{mb}mb-v{GEN_VERSION}"
+    v4_log = ensure_packed_v4(log, v4_scenario / "session.v4.jsonl")
+    logs = {"v0": (scenario, log), "v4": (v4_scenario, v4_log)}
+    for tag, (_, path) in logs.items():
+        lines = path.read_bytes().count(b"\n")
+        print(f"packed shape {tag}: {path.stat().st_size / MB:.1f} MB, {lines} lines, "
+              f"{check_log(path).calls} calls")
+    print(f"  in-process ({reps} rounds)")
+    timed = _rounds({name: fn for tag, (_, path) in logs.items() for name, fn in (
+        (f"{tag} floor: orjson.loads per line", lambda path=path: _floor_orjson(path)),
+        (f"{tag} check_log", lambda path=path: check_log(path)))}, reps)
+    for tag, (_, path) in logs.items():
+        floor = {"orjson floor": timed[f"{tag} floor: orjson.loads per line"][0]}
+        for name in (f"{tag} floor: orjson.loads per line", f"{tag} check_log"):
+            _report("  " + name, timed[name], path.stat().st_size, floor)
+    print(f"  whole processes ({reps} rounds; ratio: median of per-round ratios)")
+    runs = {name: argv for tag, (directory, path) in logs.items() for name, argv in (
+        (f"{tag} floor: orjson-per-line process", [sys.executable, "-c", ORJSON_PROCESS, str(path)]),
+        (f"{tag} dsh-replay validate", [*_dsh_replay(), "validate", str(directory)]))}
+    processes = _process_rounds(runs, reps)
+    for tag in logs:
+        names = (f"{tag} floor: orjson-per-line process", f"{tag} dsh-replay validate")
+        _report_processes({name: processes[name] for name in names}, names[0],
+                          0.31 if tag == "v0" else 1.0)
+    walls = [v4 / v0 for v4, v0 in zip(processes["v4 dsh-replay validate"][0],
+                                       processes["v0 dsh-replay validate"][0], strict=True)]
+    cpus = [v4 / v0 for v4, v0 in zip(processes["v4 dsh-replay validate"][1],
+                                      processes["v0 dsh-replay validate"][1], strict=True)]
+    print(f"  validate v4 / v0 (median of per-round ratios): wall {statistics.median(walls):.2f}x,"
+          f" cpu {statistics.median(cpus):.2f}x (<= 1.0: "
+          f"{'ok' if statistics.median(cpus) <= 1.0 else 'MISSED'})")
 
 
 if __name__ == "__main__":

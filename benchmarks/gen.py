@@ -343,3 +343,48 @@ def ensure_generation_log(path: Path, target_bytes: int, corpus: Path, generatio
     if not path.is_file() or abs(path.stat().st_size - target_bytes) > target_bytes // 10:
         write_generation_log(path, target_bytes, corpus, generation)
     return path
+
+
+def write_packed_v4(source: Path, path: Path) -> dict[str, int]:
+    """The same session as the v0 log ``source`` (from ``write_log``), written as generation 4:
+    each model call's chunk lines and packed rows become the stream records of one settlement
+    event (SPEC 2b.4), which takes the place of the call's ``assistant/message`` line (an
+    error-finished call settles as ``assistant/attempt``); every other line is kept as is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    size = lines = 0
+    stream: list[dict[str, Any]] = []
+    with open(source, "rb") as lines_in, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        for raw in lines_in:
+            event = json.loads(raw)
+            kind = event["type"]
+            if kind == "session":
+                text = _dumps({**event, "version": 4, "isSeeded": False, "delegationDepth": 0})
+            elif kind == "assistant/chunk":
+                stream.append({"type": "chunk", "time": event["time"], "chunk": event["data"]["chunk"]})
+                continue
+            elif kind.endswith("-chunks"):
+                data = dict(event["data"])
+                del data["turn"], data["step"]
+                stream.append({"type": kind, "time0": event["time0"], **data})
+                continue
+            elif kind == "assistant/message":
+                finish = stream[-1]["chunk"]["reason"]["kind"]
+                event["type"] = "assistant/attempt" if finish == "error" else kind
+                event["data"] = {**event["data"], "stream": stream}
+                stream = []
+                text = _dumps(event)
+            else:
+                text = raw.decode("utf-8").rstrip("\n")
+            out.write(text + "\n")
+            size += len(text.encode("utf-8")) + 1
+            lines += 1
+    tmp.replace(path)
+    return {"bytes": size, "lines": lines}
+
+
+def ensure_packed_v4(source: Path, path: Path) -> Path:
+    """Render ``source`` as generation 4 unless that file is already there and newer."""
+    if not path.is_file() or path.stat().st_mtime < source.stat().st_mtime:
+        write_packed_v4(source, path)
+    return path

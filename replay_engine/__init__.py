@@ -100,8 +100,9 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .record import CallReport, Recording, check_upstream, record_scenario
+    from .record.redact import shown_url
     from .record.repair import CallRef, RepairSession, parse_call_ref
-    from .record.summary import recording_summary
+    from .record.summary import recording_summary, report_warnings
     from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
     from .safe_text import printable
     from .scenario.config import load_serve_config
@@ -253,6 +254,8 @@ _LAZY: dict[str, str] = {
     "check_upstream": "record",
     "record_scenario": "record",
     "recording_summary": "record.summary",
+    "report_warnings": "record.summary",
+    "shown_url": "record.redact",
     "CallRef": "record.repair",
     "RepairSession": "record.repair",
     "parse_call_ref": "record.repair",
@@ -413,6 +416,8 @@ __all__ = [
     "check_upstream",
     "record_scenario",
     "recording_summary",
+    "report_warnings",
+    "shown_url",
     "summarize_entry",
     "validate_entry",
     "validate_sidecar",

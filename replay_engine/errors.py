@@ -24,6 +24,7 @@ JSON location, the call and what to do about it::
     ├── SessionTokenError            SESSION_TOKEN: a {{session:N}} names a session not bound yet
     ├── UnrepresentableCallError     UNREPRESENTABLE: a dialect's wire cannot carry the call
     ├── UpstreamStreamError          (code varies) an upstream stream the recorder relays failed
+    │   └── AnswerTooLarge           INVALID_RESPONSE: an answer past the recorder's limits
     ├── BadRequest                   a request the server refuses (400 / 413) before the engine
     │   └── ClientGone               CLIENT_CLOSED: the client left before its body arrived
     └── ServerUnreachableError       SERVER_UNREACHABLE: the demo agent found no replay server
@@ -301,6 +302,13 @@ class UpstreamStreamError(ReplayError):
     is the upstream's own (SERVER when it named none), recorded as the call's failure."""
 
     code = "SERVER"
+
+
+class AnswerTooLarge(UpstreamStreamError):
+    """An upstream answer past one of the recorder's limits (``record/decoding.py``): the relay
+    ends there (the client's connection drops) and the call is recorded as this failure."""
+
+    code = "INVALID_RESPONSE"
 
 
 MAX_REFUSAL_CHARS = 2000

@@ -9,6 +9,7 @@ are gone (and that are older than that write), never one a live writer may still
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -225,3 +226,39 @@ def atomic_write(path: str | Path, data: bytes, *, rename: Rename | None = None)
             os.unlink(temp)
         raise
     _fsync_dir(directory)
+
+
+def create_with(path: str | Path, data: bytes) -> int:
+    """Create ``path`` already holding ``data`` and return a descriptor writing at its end.
+
+    The data goes to a temp file beside it first (written, fsynced), which is then linked to
+    ``path``: a process killed at any moment leaves either no file or one holding all of
+    ``data``, never an empty one. Like ``O_EXCL``, an existing ``path`` is an OSError (EEXIST);
+    where hard links are refused, the temp file is renamed in place after a check instead.
+    """
+    target = Path(path)
+    remove_stale_temps(target)
+    temp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        try:
+            os.link(temp, target)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            if os.path.lexists(target):
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from None
+            os.replace(temp, target)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+    _fsync_dir(target.parent)
+    return fd

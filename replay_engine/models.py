@@ -245,6 +245,21 @@ class ModelConfig(_Strict):
     """Reasoning effort levels offered."""
     defaultReasoningEffort: StrictStr | None = None  # noqa: N815
     """Must be one of ``reasoningEfforts``."""
+    imageRequestTokens: Annotated[JsonInt, Field(gt=0)] | None = None  # noqa: N815
+    """Tokens one image costs a request, a positive safe integer; only for a model whose
+    ``inputModalities`` include ``image``. A catalog fact: it changes nothing served."""
+    systemPromptUpdate: Literal["in-history"] | None = None  # noqa: N815
+    """How the harness updates the system prompt (only ``in-history``); a catalog fact."""
+    toolUpdate: Literal["in-history", "addition-only"] | None = None  # noqa: N815
+    """How the harness updates the tool list; a catalog fact."""
+
+    @model_validator(mode="after")
+    def _image_tokens_need_images(self) -> ModelConfig:
+        if self.imageRequestTokens is not None and "image" not in (self.inputModalities or []):
+            raise ValueError(
+                "imageRequestTokens is allowed only when inputModalities includes 'image' "
+                f"(it lists {self.inputModalities or []})")
+        return self
 
     @model_validator(mode="after")
     def _effort_known(self) -> ModelConfig:

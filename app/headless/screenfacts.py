@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay_engine import BindingState, RunState, ScenarioNotFoundError
+from replay_engine import BindingState, RunState, ScenarioNotFoundError, shown_url
 
 from .header import RecordFacts, ReplayFacts, earliest_divergence
 from .loading import EDITOR_FIXES
@@ -50,10 +50,10 @@ def record_facts(state: DebugState) -> RecordFacts | None:
         recording = state.live
         if recording is None or not recording.active:
             return None
-        return RecordFacts(upstream=recording.upstream, url=state.url_label,
+        return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                            scenario=str(state.options.scenario), calls=recording.counts(),
                            title=recording.title, stop="V: review, then keep or discard")
-    return RecordFacts(upstream=recording.upstream, url=state.url_label,
+    return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 
 

@@ -17,10 +17,10 @@ DemoDialect = Literal["openai", "anthropic", "responses", "gemini"]
 
 CHOICES: tuple[tuple[DemoDialect, str], ...] = (
     ("openai", "1  openai     chat completions, the openai SDK  (POST /v1/chat/completions)"),
-    ("anthropic", "2  anthropic  Messages, the anthropic SDK's messages.stream  (POST /v1/messages)"),
+    ("anthropic", "2  anthropic  Messages, streamed with httpx  (POST /v1/messages)"),
     ("responses", "3  responses  Responses, the openai SDK's responses.stream  (POST /v1/responses)"),
-    ("gemini", "4  gemini     Gemini, google-genai's generate_content_stream  "
-               "(POST /v1/models/{model}:streamGenerateContent)"),
+    ("gemini", "4  gemini     Gemini, streamed with httpx  "
+               "(POST /v1beta/models/{model}:streamGenerateContent)"),
 )
 """Each dialect and how the chooser lists it."""
 

@@ -33,9 +33,9 @@ def register(subparsers: Any) -> None:
     """Add ``dsh-replay demo-agent URL``."""
     p = subparsers.add_parser(
         "demo-agent",
-        help="drive every recorded call of a running replay server with a small official-SDK client",
+        help="drive every recorded call of a running replay server with a small client of one wire",
         description="Play every session script of a running replay server, one session after "
-                    "another through the official SDK of one dialect (--dialect), cancelling hang "
+                    "another through a client of one dialect (--dialect), cancelling hang "
                     "calls once they are in place. Exits 0 when the run "
                     "ends consumed, 3 when it does not, 1 when the server cannot be reached.",
     )
@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--run", default=None, metavar="NAME",
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
     p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",
-                   help="the wire to drive: openai (chat completions), anthropic (Messages, the "
-                        "anthropic SDK's messages.stream), responses (the openai SDK's "
-                        "responses.stream) or gemini (google-genai's generate_content_stream); "
-                        "default openai")
+                   help="the wire to drive: openai (chat completions, the openai SDK), "
+                        "anthropic (Messages, streamed with httpx), responses (the openai SDK's "
+                        "responses.stream) or gemini (streamGenerateContent with httpx); "
+                        "default openai. Each works on a plain install, no extras needed")
     p.set_defaults(handler=_cmd_demo_agent)

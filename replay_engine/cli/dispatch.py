@@ -71,7 +71,7 @@ SUBCOMMAND_MODULES: dict[str, tuple[Register, str]] = {
     "diff": (_diff, "compare two scenarios call by call (a re-recording's review)"),
     "demo-agent": (
         _demo_agent,
-        "drive every recorded call of a running replay server with a small official-SDK client",
+        "drive every recorded call of a running replay server with a small client of one wire",
     ),
 }
 """Each subcommand: what registers it (a plain import of its module inside a function, so the

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..files import atomic_write
 from ..record import CallReport, Recording, load_scrub_file, record_scenario
-from ..record.summary import recording_summary, report_line
+from ..record.summary import recording_summary, report_line, report_warnings
 from ..record.writer import DEFAULT_FORMAT, FORMATS
 from ..server.listen import (
     RECORDING_EXPOSES,
@@ -78,6 +78,8 @@ def register(subparsers: Any) -> None:
 async def _record(args: argparse.Namespace) -> int:
     def show(report: CallReport) -> None:
         print(report_line(report), file=sys.stderr, flush=True)
+        for warning in report_warnings(report):
+            print(f"dsh-replay: warning: {warning}", file=sys.stderr, flush=True)
         if report.problem:
             print(f"dsh-replay: warning: {report.problem}", file=sys.stderr, flush=True)
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..engine import DEFAULT_RUN, ReplayEngine
@@ -51,7 +54,8 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
         scripts = engine.scripts
         total = len(scripts[script].entries) if script < len(scripts) else 0
         name = "anonymous" if session is None else session
-        return printable(f"{prefix}session {name} script {script} call {call + 1}/{total}")
+        # numbered from 0, as the debugger and the verdict number calls
+        return printable(f"{prefix}session {name} script {script} call #{call} of {total}")
 
     retries: set[int] = set()
 
@@ -91,8 +95,23 @@ def call_logger(engine: ReplayEngine) -> Callable[[ev.EngineEvent], None]:
 
 
 async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scenario) -> int:
+    ready_dir = options.ready_dir
+    own_ready_dir: Path | None = None
+    if ready_dir is None:
+        # Hang markers of a serve without --ready-dir go to a directory of its own, removed at
+        # exit, never the current directory (the hang's log line names each marker).
+        own_ready_dir = ready_dir = Path(tempfile.mkdtemp(prefix="dsh-replay-ready-"))
+    try:
+        return await _serve_from(args, options, scenario, ready_dir)
+    finally:
+        if own_ready_dir is not None:
+            shutil.rmtree(own_ready_dir, ignore_errors=True)
+
+
+async def _serve_from(args: argparse.Namespace, options: ServeOptions, scenario: Scenario,
+                      ready_dir: Path) -> int:
     engine = ReplayEngine(scenario.scripts, options.pace.ms, pace=options.pace,
-                          ready_dir=options.ready_dir, journal_limit=options.journal_limit,
+                          ready_dir=ready_dir, journal_limit=options.journal_limit,
                           strict=options.strict, bind=options.bind)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario

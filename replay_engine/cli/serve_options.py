@@ -60,8 +60,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TOML or JSON with the provider catalog (providers) and paceMs")
     parser.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
                         help="where relative readyFile paths of hang entries resolve (default: "
-                        "serve uses the current directory; the debugger a temporary directory "
-                        "of its own, shown in Live and removed on quit)")
+                        "a temporary directory of its own, removed at exit: serve names each "
+                        "marker in its hang line, the debugger shows it in Live)")
     add_url_file_argument(parser)
     parser.add_argument("--journal-limit", type=_journal_limit, default=DEFAULT_JOURNAL_LIMIT,
                         metavar="N", help="calls each run's journal keeps; older ones are "

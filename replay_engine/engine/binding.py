@@ -70,10 +70,12 @@ def bind_call(
                 return first is not None and divergence(live, first) is None
         claim = claim_script(run, len(scripts), session_id, matches=matches)
         if claim is None:
+            # SPEC 5's wording counts from 1; the index the debugger shows is given beside it
             err = UnrecordedSessionError(
                 f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
-                f"[{session_label(session_id)}, run {run.name}]"
+                f"[{session_label(session_id)}, run {run.name}; counting from 0 as the debugger "
+                f"does: session #{len(run.bindings)}, past {_numbered(len(scripts), 'script')}]"
             )
             if dialect not in run.overflow:
                 _refuse(run, ids, err, session_id, None, None, messages, model, retry, dialect)
@@ -91,15 +93,23 @@ def bind_call(
     script = scripts[binding.script_index] if binding.script_index < len(scripts) else None
     length = len(script.entries) if script is not None else 0
     if script is None or binding.cursor >= length:
-        err2 = ScriptExhaustedError(
-            f"script exhausted — session requested model call #{binding.cursor + 1} but its "
-            f"script has only {length} [{session_label(session_id)}, script "
-            f"{binding.script_index}, run {run.name}]"
-        )
+        where = f"[{session_label(session_id)}, script {binding.script_index}, run {run.name}"
+        retried = retry or _retries_failure(binding, live)
+        if retried and binding.cursor > 0:
+            last = binding.cursor - 1
+            err2 = ScriptExhaustedError(
+                f"a retry of call #{last} — the client retried model call #{last} after its "
+                f"scripted failure, and the recording holds no call after it (no such retry "
+                f"was recorded): turn the client's retries off {where}]")
+        else:  # SPEC 5's wording counts from 1; the debugger's index is given beside it
+            err2 = ScriptExhaustedError(
+                f"script exhausted — session requested model call #{binding.cursor + 1} but "
+                f"its script has only {length} {where}; counting from 0 as the debugger does: "
+                f"call #{binding.cursor}, past {_numbered(length, 'call')}]")
         if dialect not in run.overflow:
             _refuse(run, ids, err2, session_id, binding.script_index, binding.cursor, messages,
-                    model, retry, dialect, bound_by=binding.rule)
-            emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retry, messages,
+                    model, retried, dialect, bound_by=binding.rule)
+            emit(ev.BindingFailed(run.name, session_id, err2.code, err2.message, retried, messages,
                                  binding.script_index, binding.cursor, dialect=dialect))
         err2.script_index = binding.script_index
         try:
@@ -135,6 +145,21 @@ def bind_call(
     return call
 
 
+def _numbered(count: int, what: str) -> str:
+    """``calls #0 to #2``: what a count holds, numbered from 0 (``no call`` for none)."""
+    if count == 0:
+        return f"no {what}"
+    return f"{what} #0" if count == 1 else f"{what}s #0 to #{count - 1}"
+
+
+def _retries_failure(binding: Binding, live: Context | None) -> bool:
+    """The call repeats the session's previous request, which ended in a scripted failure (a
+    client library's retry the server sees without a retry header)."""
+    previous = binding.last_live
+    return (binding.last_failed and live is not None and previous is not None
+            and same_content(kept_live(live), previous))
+
+
 def _maybe_go_live(go_live: GoLive, binding: Binding, call_index: int, length: int,
                    live: Context | None, contexts: RecordedContexts | None,
                    session_id: str | None, run: str) -> None:
@@ -163,10 +188,8 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
         record.divergence = divergence(live, recorded)
         if record.divergence is not None:
             binding.diverged.append((ci, record.divergence))
-    previous = binding.last_live
     kept = kept_live(live)
-    record.retry_detected = (binding.last_failed and previous is not None
-                             and same_content(kept, previous))
+    record.retry_detected = _retries_failure(binding, live)
     if retry or record.retry_detected:
         before = contexts.at(si, ci - 1) if ci > 0 else None
         in_recording = recorded is not None and before is not None \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import regex
@@ -10,8 +11,33 @@ from ..errors import PlaceholderError
 from ..models import AnyEntry, ChunksEntry, HangEntry, ThrowEntry
 
 MARKER = "{{fromRequest:"
+EMPTY_PLACEHOLDER = MARKER + "}}"
+"""A placeholder of the empty pattern: it matches the empty text of any request, so it
+resolves to nothing. ``literal`` puts one inside text that would otherwise read as a token."""
+_TOKEN_OPENING = re.compile(r"\{\{(?=fromRequest:|session:)")
 PATTERN_TIMEOUT_S = 1.0
 """A pattern that runs longer than this against one request fails the call instead of the server."""
+
+
+def literal(text: str) -> str:
+    """``text`` written so that it replays as itself: every ``{{`` that opens a placeholder or
+    a ``{{session:N}}`` token is followed by an empty placeholder, so neither reads as one, and
+    resolving the empty placeholder gives back ``text`` (model text that merely looks like a
+    token, e.g. ``{{fromRequest:x}}`` becomes ``{{{{fromRequest:}}fromRequest:x}}``)."""
+    if "{{" not in text:
+        return text
+    return _TOKEN_OPENING.sub(lambda _: "{{" + EMPTY_PLACEHOLDER, text)
+
+
+def literal_value(value: Any) -> Any:
+    """``value`` with ``literal`` applied to every string in it (keys left as they are)."""
+    if isinstance(value, str):
+        return literal(value)
+    if isinstance(value, dict):
+        return {k: literal_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal_value(v) for v in value]
+    return value
 
 
 def searched_text(messages: Any) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import SCRIPT_EXHAUSTED
 from ..models import SessionScript
-from .state import Binding, Run, script_length, session_label
+from .state import Binding, CallRecord, Run, script_length, session_label
 
 
 def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
@@ -40,6 +41,15 @@ def call_label(scripts: Sequence[SessionScript], script_index: int | None,
         key = scripts[script_index].entries[call_index].call_key
         label += f" (turn/step {key})" if key is not None else " (a sidecar entry)"
     return label
+
+
+def refused_label(scripts: Sequence[SessionScript], record: CallRecord) -> str:
+    """What a refused call was: ``a retry of call #k …`` for a client's retry of the script's
+    last call after its scripted failure, else the call it asked for (``call_label``)."""
+    ci = record.call_index
+    if record.retry and record.code == SCRIPT_EXHAUSTED and ci is not None and ci > 0:
+        return "a retry of " + call_label(scripts, record.script_index, ci - 1)
+    return call_label(scripts, record.script_index, ci)
 
 
 def _flight(scripts: Sequence[SessionScript], b: Binding) -> list[str]:
@@ -72,8 +82,7 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
     """
     problems = consumed_problems(scripts, run) if unconsumed else []
     for record in run.refused if refused else ():
-        problems.append(f"{session_label(record.session)}: "
-                        f"{call_label(scripts, record.script_index, record.call_index)} was "
+        problems.append(f"{session_label(record.session)}: {refused_label(scripts, record)} was "
                         f"refused with {record.code}: {record.message}")
     hidden = run.refused_count - len(run.refused)
     if refused and hidden > 0:

@@ -116,6 +116,8 @@ async def record_scenario(directory: str | Path, upstream: str, *, host: str = "
     exit (a call still streaming then is not recorded) and raises the recording's failure,
     if it had one."""
     check_upstream(upstream)  # before the directory is touched
+    # the directories recording creates, removed again when it cannot start
+    created = [p for p in (Path(directory), *Path(directory).parents) if not p.exists()]
     recorder = ScenarioRecorder(directory, pack=pack, force=force, log_format=log_format)
     if listener is not None:
         recorder.listeners.append(listener)
@@ -129,6 +131,9 @@ async def record_scenario(directory: str | Path, upstream: str, *, host: str = "
     except BaseException:
         recorder.close()
         await proxy.client.aclose()
+        for made in created:  # nothing was recorded: leave no empty directory behind
+            with contextlib.suppress(OSError):
+                made.rmdir()
         raise
     try:
         yield Recording(url, recorder)

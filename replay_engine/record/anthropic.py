@@ -31,6 +31,7 @@ from .dialect import (
     SseEvent,
     StreamFailure,
     conversation_of,
+    impossible_usage,
     key_of,
     rebuild_events,
     upstream_error_message,
@@ -73,6 +74,8 @@ class MessagesRebuilder:
         self._open: dict[Any, Block] = {}
         self._skipped: set[Any] = set()
         self._usage: dict[str, Any] = {}
+        self._impossible = False
+        """A usage counter was no token count: the call's usage is recorded as absent."""
         self._stop: str | None = None
 
     def feed(self, event: SseEvent) -> list[Chunk]:
@@ -104,6 +107,8 @@ class MessagesRebuilder:
     def _take_usage(self, usage: object) -> None:
         if not isinstance(usage, dict):
             return
+        if impossible_usage(usage, ("input_tokens", "output_tokens", "cache_read_input_tokens")):
+            self._impossible = True
         for wire, name in (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
                            ("cache_read_input_tokens", "cacheReadTokens")):
             value = as_safe_integer(usage.get(wire))
@@ -168,7 +173,7 @@ class MessagesRebuilder:
         out: list[Chunk] = []
         for index in list(self._open):
             out += self._stop_block(index)
-        if self._usage:
+        if self._usage and not self._impossible:
             usage = {"inputTokens": self._usage.get("inputTokens", 0),
                      "outputTokens": self._usage.get("outputTokens", 0)}
             if "cacheReadTokens" in self._usage:

@@ -61,6 +61,8 @@ class CallReport:
     message: str | None = None
     problem: str | None = None
     """Why the scenario will not load, or replay, as recorded (a child's failed call), if so."""
+    notes: tuple[str, ...] = ()
+    """What of the answer was recorded differently (usage that was no token count)."""
     reached: bool = True
     """False when the upstream gave no answer at all (unreachable, refused, timed out): the
     call is recorded as the 502 the agent got, but nothing came from the provider."""
@@ -104,6 +106,8 @@ class Call:
     """Its answer ended (it is written once every earlier call of its session is)."""
     failure: tuple[str, str] | None = None
     """The upstream's message and code when it failed."""
+    notes: list[str] = field(default_factory=list)
+    """What of the answer its dialect recorded differently, for the report's warnings."""
     reached: bool = True
     """False when the upstream gave no answer at all."""
 

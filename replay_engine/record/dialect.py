@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UpstreamStreamError
 from ..jsonlimits import DEPTH_PROBLEM, too_deep
+from ..jsonnumbers import as_safe_integer
 from ..requests import READERS
 from ..requests import RequestMessage as RequestMessage
 
@@ -46,16 +48,18 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, raw: bytes) -> list[SseEvent]:
-        """The events completed by ``raw``."""
+        """The events completed by ``raw`` (lines are read in place: one copy per feed)."""
         self._buffer += raw
         events: list[SseEvent] = []
+        at = 0
         while True:
-            cut = self._next_line_end()
+            cut = self._next_line_end(at)
             if cut is None:
+                self._buffer = self._buffer[at:]
                 return events
             end, width = cut
-            line = self._buffer[:end].decode("utf-8", errors="replace")
-            self._buffer = self._buffer[end + width:]
+            line = self._buffer[at:end].decode("utf-8", errors="replace")
+            at = end + width
             if not line:
                 if self._data or self._event is not None:
                     events.append(SseEvent(self._event, "\n".join(self._data)))
@@ -83,12 +87,12 @@ class SseParser:
         self._buffer += b"\n"
         return self.feed(b"")
 
-    def _next_line_end(self) -> tuple[int, int] | None:
-        n = self._buffer.find(b"\n")
-        r = self._buffer.find(b"\r")
+    def _next_line_end(self, at: int) -> tuple[int, int] | None:
+        n = self._buffer.find(b"\n", at)
+        r = self._buffer.find(b"\r", at, n if n != -1 else len(self._buffer))
         if r == -1 and n == -1:
             return None
-        if r != -1 and (n == -1 or r < n):
+        if r != -1:
             if r + 1 == len(self._buffer):
                 return None  # a "\r\n" may be split across reads
             return (r, 2) if self._buffer[r + 1:r + 2] == b"\n" else (r, 1)
@@ -205,6 +209,45 @@ def rebuild_events(rebuilder: StreamRebuilder, events: Iterable[SseEvent]) -> li
     for event in events:
         out += rebuilder.feed(event)
     return out + rebuilder.end()
+
+
+_notes: ContextVar[list[str] | None] = ContextVar("dsh_replay_record_notes", default=None)
+
+
+def collect_notes() -> list[str]:
+    """A fresh list the readers below note what they recorded differently in, for the call
+    relayed by the current task (its report warns with them)."""
+    notes: list[str] = []
+    _notes.set(notes)
+    return notes
+
+
+def impossible_usage(wire: dict[str, Any], counters: tuple[str, ...]) -> bool:
+    """True, and noted, when a counter of ``wire`` (``a.b`` for a nested one) is present but
+    no token count (``1e999``, NaN, negative, a fraction, text): the call's usage is then
+    recorded as absent rather than as an invented 0."""
+    for path in counters:
+        value: Any = wire
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        number = as_safe_integer(value)
+        if number is None or number < 0:
+            notes = _notes.get()
+            if notes is not None:
+                notes.append(f"the upstream's usage {path} is {json.dumps(value)[:EXCERPT]}, "
+                             "not a token count; the call's usage is recorded as absent")
+            return True
+    return False
+
+
+def malformed(what: str, value: object) -> StreamFailure:
+    """The failure of an answer whose ``what`` is not of its wire's type (``choices`` a string,
+    ``content`` a number, a chunk that is a list or null): INVALID_RESPONSE, quoting it."""
+    shown = json.dumps(value, default=str)[:EXCERPT]
+    return StreamFailure(f"the upstream sent {what} that is not of its wire type: {shown}",
+                         code=INVALID_RESPONSE)
 
 
 def stream_error(error: object) -> StreamFailure:

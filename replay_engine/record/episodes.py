@@ -97,8 +97,9 @@ class ContinuedLog(SessionLog):
         self.calls = calls
         self._first = True
 
-    def _begin(self, created_at: int) -> None:
+    def _header(self, created_at: int) -> bytes:
         """No header: these lines go after the recorded log's."""
+        return b""
 
     def open_call(self, messages: list[RequestMessage]) -> Any:
         """The first call's new messages are those after its last assistant message (what the

@@ -12,16 +12,27 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
-import zlib
 
 import anyio
+import anyio.lowlevel
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
+from ..errors import AnswerTooLarge
 from ..server.preamble import NO_RETRY
 from ..statuscodes import code_for_status
 from ..wire.jsonbytes import JSONResponse
 from .calls import Call, now_ms
+from .decoding import (
+    MAX_ANSWER_BYTES,
+    MAX_ERROR_BODY,
+    MAX_EVENT_BYTES,
+    MAX_STREAM_CHUNKS,
+    MIB,
+    BodyPrefix,
+    Decoder,
+    too_large,
+)
 from .dialect import (
     INVALID_RESPONSE,
     RecordDialect,
@@ -29,9 +40,10 @@ from .dialect import (
     SseParser,
     StreamFailure,
     StreamRebuilder,
+    collect_notes,
     upstream_json,
 )
-from .redact import Redactor
+from .redact import Redactor, shown_url
 
 NETWORK = "NETWORK"
 """Failure code of a call whose upstream connection broke mid-answer (no status to map)."""
@@ -41,12 +53,6 @@ recorded with the code of this status (or INVALID_RESPONSE), so the replay answe
 ABORTED_BY_CLIENT = "ABORTED"
 """Failure code of a call the client left before its answer ended."""
 CLIENT_LEFT = "the client closed the connection before the answer ended"
-MAX_ERROR_BODY = 1024 * 1024
-"""Bytes of an error answer read for its message (all of it is relayed)."""
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""A non-streamed answer larger than this is relayed whole but recorded as a failure."""
-MAX_EVENT_BYTES = 16 * 1024 * 1024
-"""A streamed event still unterminated at this size ends the rebuild (relayed whole)."""
 RELAYABLE_STATUSES = range(200, 600)
 """Statuses an answer can be relayed with (a 1xx is no final answer; HTTP has none above 599)."""
 
@@ -71,6 +77,12 @@ DELIBERATE_DROP = _DeliberateDrop()
 """The filter the recorder adds to uvicorn's error log while it serves."""
 
 
+def drop_quietly() -> None:
+    """The answer being served ends without its body's end on purpose: uvicorn's complaint
+    about it is silenced (``DELIBERATE_DROP``)."""
+    _dropping.set(True)
+
+
 def relayed_head(response: httpx.Response, *, skip: frozenset[str] = NOT_RELAYED
                  ) -> list[tuple[bytes, bytes]]:
     """The headers relayed with ``response`` as they came (bytes, not re-encoded), leaving
@@ -91,27 +103,6 @@ def relayed_head(response: httpx.Response, *, skip: frozenset[str] = NOT_RELAYED
                                 "name or value HTTP does not allow)", code=INVALID_RESPONSE)
         headers.append((name, value))
     return headers
-
-
-class _Decoder:
-    """Undoes the answer's content encoding for the rebuilder (the client gets the bytes as
-    sent); a corrupt or unknown encoding is a StreamFailure, never a crash."""
-
-    def __init__(self, encoding: str) -> None:
-        self.encoding = encoding.strip().lower() or "identity"
-        self._z = zlib.decompressobj(wbits=47) if self.encoding in ("gzip", "deflate") else None
-
-    def __call__(self, raw: bytes) -> bytes:
-        if self._z is not None:
-            try:
-                return self._z.decompress(raw)
-            except zlib.error as exc:
-                raise StreamFailure(f"the upstream's {self.encoding} body is corrupt ({exc})",
-                                    code=INVALID_RESPONSE) from None
-        if self.encoding != "identity":
-            raise StreamFailure(f"the upstream's answer is {self.encoding}-encoded, which the "
-                                "recorder cannot read", code=INVALID_RESPONSE)
-        return raw
 
 
 def _unreadable(exc: Exception) -> StreamFailure:
@@ -139,7 +130,8 @@ async def _no_receive() -> Message:
 class Forward:
     """The ASGI answer of one model call: sends it upstream, relays the upstream's bytes as
     they arrive while the dialect rebuilds the call, and records it. A client that leaves
-    (even while the upstream is silent) ends the call and closes the upstream connection."""
+    (even while the upstream is silent) ends the call and closes the upstream connection,
+    unless the dialect's end marker was already relayed: the call is then complete."""
 
     def __init__(self, client: httpx.AsyncClient, upstream: str, redact: Redactor,
                  outgoing: httpx.Request, call: Call | None, dialect: RecordDialect) -> None:
@@ -152,16 +144,35 @@ class Forward:
         self.response: httpx.Response | None = None
         self.finishing = False
         """The whole answer was relayed (the client leaving now cuts nothing)."""
+        self.complete = False
+        """The dialect's end marker was relayed: the call is written whole, whatever follows
+        (a client that reads ``[DONE]`` and leaves before the body's end ends nothing)."""
+        self.relayed = 0
+        """Bytes of the answer's body relayed so far (at most ``MAX_ANSWER_BYTES``)."""
         self.client_left = False
         self.drop = False
+        self.stops: set[anyio.CancelScope] = set()
+        """Where it registers the scope a stopping recorder cancels (the proxy's own set)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with anyio.CancelScope() as stopping:
+            self.stops.add(stopping)
+            try:
+                await self._run(receive, send)
+            finally:
+                self.stops.discard(stopping)
+        if stopping.cancelled_caught:
+            self.drop = True  # the recording stopped under it: the client's connection drops
+        if self.drop:
+            drop_quietly()  # return without ending the body: the client's connection drops
+
+    async def _run(self, receive: Receive, send: Send) -> None:
         try:
             async with anyio.create_task_group() as group:
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    self.client_left = not self.finishing
+                    self.client_left = not (self.finishing or self.complete)
                     group.cancel_scope.cancel()
 
                 async def relay() -> None:
@@ -176,11 +187,9 @@ class Forward:
             if self.response is not None:
                 with anyio.CancelScope(shield=True):
                     await self.response.aclose()
-        if self.drop:
-            _dropping.set(True)  # return without ending the body: the client's connection drops
 
     def _fail(self, message: str, code: str) -> None:
-        if self.call is not None:
+        if self.call is not None and not self.complete:
             self.call.fail(message, code)
 
     async def _refuse(self, send: Send, message: str, code: str) -> None:
@@ -191,13 +200,15 @@ class Forward:
                                                                 send)
 
     async def _forward(self, send: Send) -> None:
+        if self.call is not None:
+            self.call.notes = collect_notes()  # what the dialect reads differently, warned
         try:
             response = self.response = await self.client.send(self.outgoing, stream=True)
         except httpx.HTTPError as exc:
             if self.call is not None:
                 self.call.reached = False
-            await self._refuse(send, self.redact(f"the upstream {self.upstream} did not answer "
-                                                 f"({describe(exc)})"),
+            await self._refuse(send, self.redact(f"the upstream {shown_url(self.upstream)} did "
+                                                 f"not answer ({describe(exc)})"),
                                code_for_status(UNREACHABLE_STATUS))
             return
         try:
@@ -223,32 +234,45 @@ class Forward:
                 await self._stream(send)
             else:
                 await self._completion(send)
+        except AnswerTooLarge as exc:  # past a limit: the relay ends, the client's connection drops
+            if self.call is not None and not self.complete:
+                self.call.timed = []  # the failure alone: writing 100 000 chunks stalls every call
+            self._fail(exc.message, exc.code)
+            self.drop = True
         except httpx.HTTPError as exc:
             self._fail(f"the upstream connection broke mid-answer ({describe(exc)})", NETWORK)
             self.drop = True
         except OSError:
             self._fail(CLIENT_LEFT, ABORTED_BY_CLIENT)
 
-    async def _relay_all(self, send: Send, limit: int) -> bytes:
-        """Relay the whole body; returns its first ``limit`` bytes (what is read for the log)."""
-        assert self.response is not None
-        body = bytearray()
-        async for raw in self.response.aiter_raw():
-            if len(body) < limit:
-                body += raw[:limit - len(body)]
-            await send({"type": "http.response.body", "body": raw, "more_body": True})
+    async def _relay(self, send: Send, raw: bytes) -> None:
+        """Relay one piece of the body; StreamFailure once the body passes the answer limit."""
+        self.relayed += len(raw)
+        if self.relayed > MAX_ANSWER_BYTES:
+            raise too_large("answer", MAX_ANSWER_BYTES)
+        await send({"type": "http.response.body", "body": raw, "more_body": True})
+
+    async def _end(self, send: Send) -> None:
         self.finishing = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return bytes(body)
+
+    async def _relay_all(self, send: Send, limit: int) -> BodyPrefix:
+        """Relay the whole body; returns its first ``limit`` bytes (what is read for the log),
+        decoded as they arrive (a compressed body is inflated no further than ``limit``)."""
+        assert self.response is not None
+        body = BodyPrefix(self.response.headers.get("content-encoding", ""), limit)
+        async for raw in self.response.aiter_raw():
+            await self._relay(send, raw)
+            await body.take(raw)
+        await self._end(send)
+        return body
 
     async def _error(self, send: Send) -> None:
         assert self.response is not None
-        body = await self._relay_all(send, MAX_ERROR_BODY)
+        prefix = await self._relay_all(send, MAX_ERROR_BODY)
         status = self.response.status_code
-        try:
-            body = _Decoder(self.response.headers.get("content-encoding", ""))(body)
-        except StreamFailure:
-            pass  # the message is read from the bytes as they came
+        # a body that cannot be decoded: the message is read from the bytes as they came
+        body = bytes(prefix.raw if prefix.failure is not None else prefix.decoded)
         try:
             text = self.redact(body.decode("utf-8", errors="replace"))  # before any cut
             message = self.dialect.error_message(status, text.encode("utf-8", "surrogatepass"))
@@ -260,26 +284,43 @@ class Forward:
         assert self.response is not None
         parser = SseParser()
         rebuilder = self.dialect.rebuilder()
-        decode = _Decoder(self.response.headers.get("content-encoding", ""))
+        decoder = Decoder(self.response.headers.get("content-encoding", ""))
         failure: StreamFailure | None = None
         call = self.call
+        decoded = 0
         async for raw in self.response.aiter_raw():
-            await send({"type": "http.response.body", "body": raw, "more_body": True})
-            if call is None or failure is not None or rebuilder.ended:
-                continue
-            try:
-                self._fold(call, rebuilder, parser.feed(decode(raw)))
-                if parser.pending > MAX_EVENT_BYTES:
-                    raise StreamFailure(f"the upstream sent an event longer than "
-                                        f"{MAX_EVENT_BYTES // (1024 * 1024)} MiB",
-                                        code=INVALID_RESPONSE)
-            except StreamFailure as exc:
-                failure = exc
-            except Exception as exc:  # noqa: BLE001 - untrusted answers never crash the relay
-                failure = _unreadable(exc)
-        self.finishing = True
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-        if call is None:
+            reading = call is not None and failure is None and not rebuilder.ended
+            pieces = iter(decoder.pieces(raw) if reading else ())
+            while call is not None:
+                try:
+                    piece = next(pieces, None)
+                    if piece is None:
+                        break
+                    decoded += len(piece)
+                    if decoded > MAX_ANSWER_BYTES:
+                        raise too_large("answer", MAX_ANSWER_BYTES)
+                    self._fold(call, rebuilder, parser.feed(piece))
+                    if len(call.timed) > MAX_STREAM_CHUNKS:
+                        raise AnswerTooLarge(f"the upstream's answer streamed more than "
+                                             f"{MAX_STREAM_CHUNKS} chunks", code=INVALID_RESPONSE)
+                    if parser.pending > MAX_EVENT_BYTES:
+                        raise StreamFailure(f"the upstream sent an event longer than "
+                                            f"{MAX_EVENT_BYTES // MIB} MiB", code=INVALID_RESPONSE)
+                except AnswerTooLarge:
+                    raise  # the relay ends here
+                except StreamFailure as exc:
+                    failure = exc
+                except Exception as exc:  # noqa: BLE001 - untrusted answers never crash the relay
+                    failure = _unreadable(exc)
+                if failure is not None or rebuilder.ended:
+                    break
+                await anyio.lowlevel.checkpoint()
+            await self._relay(send, raw)
+            if reading and rebuilder.ended and failure is None and call is not None:
+                self.complete = True  # the end marker reached the client: the call is whole
+                call.finish()
+        await self._end(send)
+        if call is None or self.complete:
             return
         if failure is None and not rebuilder.ended:
             try:
@@ -308,18 +349,17 @@ class Forward:
 
     async def _completion(self, send: Send) -> None:
         assert self.response is not None
-        body = await self._relay_all(send, MAX_ANSWER_BYTES + 1)
+        prefix = await self._relay_all(send, MAX_ANSWER_BYTES)
         call = self.call
         if call is None:
             return
         try:
-            if len(body) > MAX_ANSWER_BYTES:
-                raise StreamFailure(f"the upstream's answer is larger than "
-                                    f"{MAX_ANSWER_BYTES // (1024 * 1024)} MiB",
-                                    code=INVALID_RESPONSE)
-            decoded = _Decoder(self.response.headers.get("content-encoding", ""))(body)
+            if prefix.failure is not None:
+                raise prefix.failure
+            if prefix.over:
+                raise too_large("answer", MAX_ANSWER_BYTES)
             chunks = self.dialect.completion_chunks(upstream_json(
-                self.redact(decoded.decode("utf-8", errors="replace"))))
+                self.redact(bytes(prefix.decoded).decode("utf-8", errors="replace"))))
         except StreamFailure as exc:
             call.fail(exc.message, exc.code)
             return

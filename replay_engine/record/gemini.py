@@ -33,6 +33,7 @@ from .dialect import (
     SseEvent,
     StreamFailure,
     conversation_of,
+    impossible_usage,
     rebuild_events,
     upstream_error_message,
 )
@@ -57,16 +58,20 @@ def _failure(error: object) -> StreamFailure:
 
 
 def usage_back(wire: object) -> dict[str, Any] | None:
-    """Recorded usage of ``usageMetadata`` (``promptTokenCount`` includes the cached ones)."""
-    if not isinstance(wire, dict):
+    """Recorded usage of ``usageMetadata`` (``promptTokenCount`` includes the cached ones;
+    ``outputTokens`` is candidates plus thoughts, as the replay wire splits it)."""
+    if not isinstance(wire, dict) or impossible_usage(wire, (
+            "promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount",
+            "thoughtsTokenCount")):
         return None
     cached = as_safe_integer(wire.get("cachedContentTokenCount"))
     prompt = as_safe_integer(wire.get("promptTokenCount")) or 0
+    thoughts = as_safe_integer(wire.get("thoughtsTokenCount"))
+    candidates = as_safe_integer(wire.get("candidatesTokenCount")) or 0
     usage: dict[str, Any] = {"inputTokens": prompt - (cached or 0),
-                             "outputTokens": as_safe_integer(wire.get("candidatesTokenCount")) or 0}
+                             "outputTokens": candidates + (thoughts or 0)}
     if cached is not None:
         usage["cacheReadTokens"] = cached
-    thoughts = as_safe_integer(wire.get("thoughtsTokenCount"))
     if thoughts is not None:
         usage["reasoningTokens"] = thoughts
     return usage

@@ -19,12 +19,17 @@ from .dialect import (
     as_dict,
     as_list,
     conversation_of,
+    impossible_usage,
     key_of,
+    malformed,
     stream_error,
     upstream_error_message,
     upstream_json,
 )
 
+_COUNTERS = ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens",
+             "prompt_cache_miss_tokens", "prompt_tokens_details.cached_tokens",
+             "completion_tokens_details.reasoning_tokens")
 _FINISH_BACK = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
 
@@ -82,20 +87,37 @@ class ChatRebuilder:
             return []
         chunk = upstream_json(data)
         if not isinstance(chunk, dict):
-            return []
+            raise malformed("a chunk", chunk)
         if "error" in chunk and not as_list(chunk.get("choices")):
             raise stream_error(chunk["error"])
         out: list[Chunk] = []
         if chunk.get("usage"):
             self.take_usage(chunk["usage"])
-        for choice in as_list(chunk.get("choices")):
-            if isinstance(choice, dict):
-                self.fold_choice(choice, out)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list | None):
+            raise malformed("a chunk's choices", choices)
+        for choice in choices or []:
+            self.fold_choice(choice, out)
         return out
 
-    def fold_choice(self, choice: dict[str, Any], out: list[Chunk]) -> None:
-        """Fold one wire ``choice`` (its delta and finish reason) into ``out``."""
-        delta = as_dict(choice.get("delta"))
+    def fold_choice(self, choice: object, out: list[Chunk], *, field: str = "delta") -> None:
+        """Fold one wire ``choice`` (its delta and finish reason) into ``out``; StreamFailure
+        INVALID_RESPONSE when a part of it is not of its wire type (a reader of the wire
+        would fail on it, so a recording of it would replay what never streamed)."""
+        if not isinstance(choice, dict):
+            raise malformed("a choice", choice)
+        delta = choice.get(field)
+        if not isinstance(delta, dict | None):
+            raise malformed(f"a choice's {field}", delta)
+        delta = delta or {}
+        for name in ("content", "reasoning_content"):
+            if not isinstance(delta.get(name), str | None):
+                raise malformed(f"a {field}'s {name}", delta.get(name))
+        if not isinstance(delta.get("tool_calls"), list | None):
+            raise malformed(f"a {field}'s tool_calls", delta.get("tool_calls"))
+        for call in delta.get("tool_calls") or []:
+            if not isinstance(call, dict) or not isinstance(call.get("function"), dict | None):
+                raise malformed(f"a {field}'s tool call", call)
         if "role" in delta and delta.get("content") == "":
             delta = {k: v for k, v in delta.items() if k not in ("role", "content")}
         for wire_field, kind in (("reasoning_content", "reasoning"), ("content", "text")):
@@ -105,11 +127,12 @@ class ChatRebuilder:
                 self._by_kind[kind] = block
                 block.parts.append(value)
                 out.append({"type": f"{kind}-delta", "index": block.index, "text": value})
-        for call in as_list(delta.get("tool_calls")):
-            if isinstance(call, dict):
-                self._tool_delta(call, out)
+        for call in delta.get("tool_calls") or []:
+            self._tool_delta(call, out)
         reason = choice.get("finish_reason")
-        if isinstance(reason, str) and reason:
+        if not isinstance(reason, str | None):
+            raise malformed("a choice's finish_reason", reason)
+        if reason:
             self._finish = reason
 
     def _tool_delta(self, call: dict[str, Any], out: list[Chunk]) -> None:
@@ -138,7 +161,7 @@ class ChatRebuilder:
     def end(self) -> list[Chunk]:
         out: list[Chunk] = [{"type": "block-end", "index": b.index, "block": b.whole()}
                             for b in self._blocks]
-        if isinstance(self._usage, dict):
+        if isinstance(self._usage, dict) and not impossible_usage(self._usage, _COUNTERS):
             out.append({"type": "usage", "usage": usage_back(self._usage)})
         out.append({"type": "finish", "reason": finish_back(self._finish)})
         return out
@@ -158,20 +181,25 @@ class OpenAIChat:
         return ChatRebuilder()
 
     def completion_chunks(self, body: Any) -> list[Chunk]:
-        """One block per content kind, each with one delta, as a one-event stream rebuilds."""
+        """One block per content kind, each with one delta, as a one-event stream rebuilds
+        (StreamFailure INVALID_RESPONSE for a malformed completion)."""
         if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
             raise ValueError("not a chat.completion")
         rebuilder = ChatRebuilder()
         out: list[Chunk] = []
-        choice = as_dict(body["choices"][0] if body["choices"] else {})
-        message = choice.get("message")
-        if isinstance(message, dict):
+        if body["choices"]:
+            choice = body["choices"][0]
+            if not isinstance(choice, dict):
+                raise malformed("a choice", choice)
+            rebuilder.fold_choice(choice, [], field="message")  # checks it, nothing kept
+            message = choice.get("message") or {}
             delta: dict[str, Any] = {k: message.get(k) for k in ("reasoning_content", "content")}
             delta["tool_calls"] = [
-                {"index": k, "id": c.get("id"), "function": as_dict(c.get("function"))}
-                for k, c in enumerate(as_list(message.get("tool_calls"))) if isinstance(c, dict)]
-            wire_choice = {"delta": delta, "finish_reason": choice.get("finish_reason")}
-            rebuilder.fold_choice(wire_choice, out)
+                {"index": k, "id": c.get("id"), "function": c.get("function") or {}}
+                for k, c in enumerate(message.get("tool_calls") or [])]
+            rebuilder = ChatRebuilder()
+            rebuilder.fold_choice({"delta": delta, "finish_reason": choice.get("finish_reason")},
+                                  out)
         if isinstance(body.get("usage"), dict):
             rebuilder.take_usage(body["usage"])
         return out + rebuilder.end()

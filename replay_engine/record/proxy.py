@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,18 +30,11 @@ from ..server.preamble import NO_RETRY, request_session
 from ..server.request_body import parse_json_body, read_body
 from ..server.runner import EmbeddedUvicorn
 from ..wire.jsonbytes import JSONResponse
-from .dialect import RecordDialect, StreamFailure
+from .dialect import RecordDialect
 from .dialects import DIALECTS
-from .forward import (
-    DELIBERATE_DROP,
-    NETWORK,
-    NOT_RELAYED,
-    UNREACHABLE_STATUS,
-    Forward,
-    describe,
-    relayed_head,
-    upstream_error,
-)
+from .forward import DELIBERATE_DROP, NETWORK, Forward, upstream_error
+from .passthrough import Passthrough
+from .redact import shown_url
 from .writer import ScenarioRecorder
 
 _HOP_BY_HOP = frozenset({
@@ -53,16 +47,20 @@ def check_upstream(upstream: str) -> str:
     """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host."""
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {upstream!r}: give the provider's base URL, e.g. "
+        raise ConfigError(f"--upstream {shown_url(upstream)!r}: give the provider's base URL, e.g. "
                           "https://api.deepseek.com or http://127.0.0.1:8765 (http or https).")
     return upstream.rstrip("/")
 
 
 def upstream_url(base: str, path: str, query: str) -> str:
-    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends with."""
-    if base.endswith("/v1") and path.startswith("/v1/"):
+    """Where a call of ``path`` goes: ``base + path``, not doubling a ``/v1`` the base ends
+    with; a query the base carries (``?key=…``) comes before the request's own."""
+    parts = urlsplit(base)
+    prefix = parts.path.rstrip("/")
+    if prefix.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
-    return base + path + (f"?{query}" if query else "")
+    queries = "&".join(q for q in (parts.query, query) if q)
+    return urlunsplit((parts.scheme, parts.netloc, prefix + path, queries, ""))
 
 
 def forwarded_path(route: str, params: dict[str, Any]) -> str:
@@ -80,12 +78,15 @@ class RecordProxy:
                  port: int = 0, dialects: tuple[RecordDialect, ...] = DIALECTS) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
+        recorder.redact.learn_url(self.upstream)  # its credentials are never written
         self.host = host
         self.port = port
         self.dialects = dialects
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30.0))
         self.app = self._create_app()
         self._runner: EmbeddedUvicorn | None = None
+        self._in_flight: set[anyio.CancelScope] = set()
+        """The calls being relayed: a stop ends them before the server shuts down."""
         self._url: str | None = None
 
     @property
@@ -149,26 +150,18 @@ class RecordProxy:
                            request.url.query)
         outgoing = self.client.build_request("POST", url, content=raw,
                                              headers=self._headers(request, session))
-        return Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
+        forward = Forward(self.client, self.upstream, recorder.redact, outgoing, call, dialect)
+        forward.stops = self._in_flight
+        return forward
 
     def _passthrough(self, path: str | None) -> Callable[[Request], Any]:
-        async def endpoint(request: Request) -> Response:
+        async def endpoint(request: Request) -> ASGIApp:
             tail = path if path is not None else f"/v1/models/{request.path_params['model']}"
             url = upstream_url(self.upstream, tail, request.url.query)
-            try:
-                response = await self.client.get(url, headers=self._headers(request, None))
-            except httpx.HTTPError as exc:
-                return upstream_error(f"the upstream {self.upstream} did not answer "
-                                      f"({describe(exc)})", UNREACHABLE_STATUS,
-                                      "UPSTREAM_UNREACHABLE")
-            try:
-                headers = relayed_head(response, skip=NOT_RELAYED | {"content-encoding"})
-            except StreamFailure as exc:
-                return upstream_error(exc.message, UNREACHABLE_STATUS, exc.code)
-            relayed = Response(response.content, status_code=response.status_code)
-            relayed.raw_headers = [*headers, (b"content-length", str(len(response.content))
-                                              .encode("ascii"))]
-            return relayed
+            outgoing = self.client.build_request("GET", url, headers=self._headers(request, None))
+            answer = Passthrough(self.client, self.upstream, self.recorder.redact, outgoing)
+            answer.stops = self._in_flight
+            return answer
 
         return endpoint
 
@@ -183,8 +176,11 @@ class RecordProxy:
         return self._url
 
     async def stop(self) -> None:
-        """Finish the recording (calls still streaming are dropped), then shut down."""
+        """Finish the recording (calls still streaming are dropped and their relays ended, so
+        the server shuts down without cancelling them mid-answer), then shut down."""
         self.recorder.close()
+        for relay in list(self._in_flight):
+            relay.cancel()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.stop()

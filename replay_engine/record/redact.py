@@ -10,10 +10,11 @@ Text that is cut for a message is redacted before the cut, so a cut never splits
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
@@ -24,6 +25,15 @@ _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text",
                  "tool-call-delta": "argumentsDelta"}
 """The string each delta chunk adds to its block (pieces of one text across chunks)."""
+
+
+def shown_url(url: str) -> str:
+    """A URL as a message shows it: its user info and query left out (they may hold
+    credentials), e.g. ``http://***@host:8080/v1?***``."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")
+    netloc = f"***@{host[2]}" if host[1] else host[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
 
 
 def _secret_name(name: str) -> bool:
@@ -88,6 +98,19 @@ class Redactor:
             for name, value in parse_qsl(query, keep_blank_values=False):
                 if _secret_name(name):
                     self._add(value)
+
+    def learn_url(self, url: str) -> None:
+        """Remember the credentials of a URL (``--upstream``): the password and ``user:password``
+        of its user info, in their written, decoded and Basic-auth forms, and its secret query
+        parameters."""
+        parts = urlsplit(url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        if userinfo:
+            for value in (userinfo, unquote(userinfo)):
+                self._add(value)
+                self._add(value.partition(":")[2])
+                self._add(base64.b64encode(value.encode("utf-8")).decode("ascii"))  # Basic
+        self.learn((), parts.query)
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:

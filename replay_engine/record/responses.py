@@ -32,6 +32,7 @@ from .dialect import (
     SseEvent,
     StreamFailure,
     conversation_of,
+    impossible_usage,
     key_of,
     rebuild_events,
     upstream_error_message,
@@ -66,7 +67,9 @@ def _item_text(kind: str, item: dict[str, Any]) -> str:
 
 def usage_back(wire: object) -> dict[str, Any] | None:
     """Recorded usage of Responses usage (``input_tokens`` includes the cached ones)."""
-    if not isinstance(wire, dict):
+    if not isinstance(wire, dict) or impossible_usage(wire, (
+            "input_tokens", "output_tokens", "input_tokens_details.cached_tokens",
+            "output_tokens_details.reasoning_tokens")):
         return None
     inp = wire.get("input_tokens_details")
     out = wire.get("output_tokens_details")

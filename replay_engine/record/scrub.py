@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from ..errors import SCRUB, ConfigError
 from .dialect import Chunk, RequestMessage
 from .redact import DELTA_FIELDS, map_deltas, replace_spans
@@ -48,13 +50,38 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 Hook = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
+SCRUB_TIMEOUT_S = 1.0
+"""The most time one ``filter_text`` rule may take on one text: a rule that runs longer (nested
+repetition backtracking without end) stops the recording with a SCRUB error naming it."""
+_FLAGS = ("IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE", "ASCII")
+
+
+def compile_rule(pattern: str | re.Pattern[str] | regex.Pattern[str]) -> regex.Pattern[str]:
+    """A rule's pattern for the ``regex`` engine, which runs it with a time budget (a
+    compiled ``re`` pattern keeps its flags); regex.error when it is not one."""
+    if isinstance(pattern, regex.Pattern):
+        return pattern
+    if isinstance(pattern, re.Pattern):
+        flags = 0
+        for name in _FLAGS:
+            if pattern.flags & getattr(re, name):
+                flags |= getattr(regex, name)
+        return regex.compile(pattern.pattern, flags)
+    return regex.compile(pattern)
+
+
 @dataclass(frozen=True, slots=True)
 class TextRule:
     """One ``filter_text`` rule: a pattern, the name its tokens carry, or a fixed replacement."""
 
-    pattern: re.Pattern[str]
+    pattern: regex.Pattern[str] | re.Pattern[str]
     name: str = "text"
     replace: str | None = None
+    where: str = "a filter_text rule"
+    """The rule as errors name it (its file and index)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pattern", compile_rule(self.pattern))
 
     def token(self, value: str) -> str:
         """What a match of ``value`` becomes: the same value always gets the same token."""
@@ -64,14 +91,22 @@ class TextRule:
         return "{{scrubbed:" + f"{self.name}-{digest}" + "}}"
 
     def spans(self, text: str) -> list[tuple[int, int, str]]:
-        """The matches in ``text`` as ``(start, end, token)``, none inside an existing token."""
+        """The matches in ``text`` as ``(start, end, token)``, none inside an existing token;
+        ConfigError SCRUB when the rule runs past ``SCRUB_TIMEOUT_S`` on it."""
         kept = [(m.start(), m.end()) for m in TOKEN_RE.finditer(text)]
         out: list[tuple[int, int, str]] = []
-        for match in self.pattern.finditer(text):
-            start, end = match.span()
-            if start == end or any(a < end and start < b for a, b in kept):
-                continue
-            out.append((start, end, self.token(match.group(0))))
+        compiled = compile_rule(self.pattern)
+        try:
+            for match in compiled.finditer(text, timeout=SCRUB_TIMEOUT_S):
+                start, end = match.span()
+                if start == end or any(a < end and start < b for a, b in kept):
+                    continue
+                out.append((start, end, self.token(match.group(0))))
+        except TimeoutError:
+            raise ConfigError(f"{self.where}: the pattern {compiled.pattern!r} ran longer than "
+                              f"{SCRUB_TIMEOUT_S:g} s on one text of {len(text)} characters; "
+                              "simplify it (nested repetition such as (x+x+)+ backtracks "
+                              "without end)", code=SCRUB) from None
         return out
 
     def apply(self, text: str) -> str:
@@ -82,14 +117,12 @@ class TextRule:
 def _rule(item: Any, where: str) -> TextRule:
     """One rule from a pattern string, a compiled pattern or ``{pattern, name?, replace?}``."""
     try:
-        if isinstance(item, re.Pattern):
-            return TextRule(item)
-        if isinstance(item, str):
-            return TextRule(re.compile(item))
+        if isinstance(item, re.Pattern | regex.Pattern | str):
+            return TextRule(compile_rule(item), where=where)
         if isinstance(item, Mapping):
             unknown = sorted(set(item) - {"pattern", "name", "replace"})
             pattern, name, fixed = item.get("pattern"), item.get("name", "text"), item.get("replace")
-            if unknown or not isinstance(pattern, str | re.Pattern):
+            if unknown or not isinstance(pattern, str | re.Pattern | regex.Pattern):
                 raise ConfigError(f"{where}: a rule is {{pattern, name?, replace?}} with a "
                                   f"pattern string" + (f"; unknown {', '.join(unknown)}"
                                                        if unknown else ""), code=SCRUB)
@@ -98,9 +131,8 @@ def _rule(item: Any, where: str) -> TextRule:
                                   code=SCRUB)
             if fixed is not None and not isinstance(fixed, str):
                 raise ConfigError(f"{where}: replace must be a string", code=SCRUB)
-            compiled = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
-            return TextRule(compiled, name, fixed)
-    except re.error as exc:
+            return TextRule(compile_rule(pattern), name, fixed, where=f"{where} ({name})")
+    except (re.error, regex.error) as exc:
         raise ConfigError(f"{where}: not a regular expression ({exc})", code=SCRUB) from None
     raise ConfigError(f"{where}: a rule is a pattern string or {{pattern, name?, replace?}}, "
                       f"got {type(item).__name__}", code=SCRUB)

@@ -16,6 +16,12 @@ def report_line(report: CallReport) -> str:
     return f"{head}, finish {report.finish}"
 
 
+def report_warnings(report: CallReport) -> list[str]:
+    """The warnings of one recorded call, each naming it (file, call number and key)."""
+    return [f"{report.file} call #{report.index} (model call {report.key}): {note}"
+            for note in report.notes]
+
+
 def recording_summary(recording: Recording) -> list[str]:
     """What a finished recording wrote, and what keeps it from loading."""
     recorder = recording.recorder

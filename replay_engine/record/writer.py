@@ -25,7 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..engine.placeholders import literal, literal_value
 from ..errors import RECORD_WRITE, ConfigError, InputError, ReplayError
+from ..files import create_with
 from ..jsonlimits import json_text
 from ..scenario.layout import log_file_name
 from .calls import Call, CallReport, FailureListener, Listener, now_ms, recorder_version, write_error
@@ -69,22 +71,28 @@ class SessionLog:
         self.id = session if session is not None else str(uuid.uuid4())
         self.size = 0
         """Bytes written (whole lines only): a failed write is cut back to it."""
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                           | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            raise write_error(path, exc, 0) from None
-        self._begin(created_at)
+        self._fd: int | None = None
+        self._create(created_at)
 
-    def _begin(self, created_at: int) -> None:
-        """Write the header (a log that continues another one writes none)."""
+    def _create(self, created_at: int) -> None:
+        """Create the log already holding its header (``files.create_with``: a recorder killed
+        at any moment leaves no log or one that loads, never an empty file)."""
+        data = self._header(created_at)
+        try:
+            self._fd = create_with(self.path, data)
+        except OSError as exc:
+            raise write_error(self.path, exc, 0) from None
+        self.size = len(data)
+
+    def _header(self, created_at: int) -> bytes:
+        """The header line the log is created with (a log that continues another has none)."""
         header: dict[str, Any] = {"type": "session", "id": self.id, "createdAt": created_at,
                                   "seedLength": 0, "recordedBy": recorder_version()}
         if self.generation:  # v2+: the version names the shape; no seeds, so never seeded
             header = {"type": "session", "version": self.generation, "id": self.id,
                       "createdAt": created_at, "isSeeded": False,
                       "recordedBy": recorder_version()}
-        self._write([_dumps(header)])
+        return (self.recorder.redact(_dumps(header)) + "\n").encode("utf-8")
 
     def open_call(self, messages: list[RequestMessage]) -> Call:
         """Infer the key of a call sending ``messages``: a new turn when its new messages end
@@ -298,9 +306,14 @@ class ScenarioRecorder:
         if call.done or call.ended or self.closed:
             return None
         call.ended = True
-        call.failure = ((self.redact(self.scrub.text(failure[0])), failure[1])
-                        if failure is not None else None)
         self.in_flight.discard(call)
+        try:  # a scrub rule past its time budget stops the recording (named SCRUB error)
+            message = self.scrub.text(failure[0]) if failure is not None else ""
+        except ReplayError as exc:
+            self._failed(exc)
+            return None
+        call.failure = ((literal(self.redact(message)), literal(failure[1]))
+                        if failure is not None else None)
         return self._flush(self.sessions[call.session]).get(id(call))
 
     def drop_call(self, call: Call) -> None:
@@ -322,7 +335,8 @@ class ScenarioRecorder:
         log = self.sessions[call.session]
         index = log.calls
         try:
-            chunks = self.redact.chunks(self.scrub.chunks(call.chunks))
+            # model text that reads as a token is written to replay as itself (engine.literal)
+            chunks = literal_value(self.redact.chunks(self.scrub.chunks(call.chunks)))
             call.timed = list(zip(chunks, (at for _, at in call.timed), strict=True))
             lines = self._lines(call)
             failure = call.failure
@@ -360,7 +374,7 @@ class ScenarioRecorder:
             finish = str(reason.get("kind")) if isinstance(reason, dict) else "stop"
         report = CallReport(log.session, log.path.name, index, call.key, len(call.timed), finish,
                             failure[1] if failure else None, failure[0] if failure else None,
-                            problem, reached=call.reached)
+                            problem, tuple(call.notes), reached=call.reached)
         self.reports.append(report)
         for listener in self.listeners:
             listener(report)

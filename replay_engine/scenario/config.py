@@ -30,6 +30,24 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return out or "(document)"
 
 
+def _named(loc: tuple[int | str, ...], data: Any) -> str:
+    """`` (provider 'p', model 'm')`` for a location inside ``providers[i].models[j]``: the ids
+    the user wrote, beside the positions."""
+    if len(loc) < 2 or loc[0] != "providers" or not isinstance(loc[1], int):
+        return ""
+    providers = data.get("providers") if isinstance(data, dict) else None
+    provider = providers[loc[1]] if isinstance(providers, list) and loc[1] < len(providers) else None
+    if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
+        return ""
+    names = [f"provider {provider['id']!r}"]
+    if len(loc) >= 4 and loc[2] == "models" and isinstance(loc[3], int):
+        models = provider.get("models")
+        model = models[loc[3]] if isinstance(models, list) and loc[3] < len(models) else None
+        if isinstance(model, dict) and isinstance(model.get("id"), str):
+            names.append(f"model {model['id']!r}")
+    return f" ({', '.join(names)})"
+
+
 def _decode(text: str, file: str) -> Any:
     """The config document: JSON when the name ends in .json, else TOML; numbers finite."""
     if file.endswith(".json"):
@@ -82,7 +100,8 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
     try:
         config = ReplayConfig.model_validate(data)
     except pydantic.ValidationError as exc:
-        problems = [f"{_location(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        problems = [f"{_location(tuple(e['loc']))}{_named(tuple(e['loc']), data)}: {e['msg']}"
+                    for e in exc.errors()]
         first = exc.errors()[0]
         raise ConfigError(
             f"{file}: invalid config: " + "; ".join(problems)

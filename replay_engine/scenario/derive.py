@@ -38,7 +38,7 @@ class Deriver(CallFeed):
     def _keep(self, key: str, chunks: list[Any], times: Any) -> None:
         entry = ChunksEntry.model_construct(kind="chunks", chunks=chunks)
         self.entries.append(ScriptEntry(entry=entry, origin="derived", call_key=key,
-                                        lines=(self._first_line, self._last_line), times=times))
+                                        lines=(self._first_line, self.last_line), times=times))
 
     def finish(self) -> list[ScriptEntry]:
         """Close the last group and return the derived entries."""

@@ -31,8 +31,8 @@ _INT64 = 2**63
 class CallFeed:
     """Groups fed chunks into calls; a subclass says what is kept of each call (``_keep``)."""
 
-    __slots__ = ("file", "lenient", "unfinished", "untimed", "count", "_key", "_chunks", "_times",
-                 "_first_line", "_last_line")
+    __slots__ = ("file", "lenient", "unfinished", "untimed", "count", "open_key", "_chunks",
+                 "_times", "_first_line", "last_line")
     keeps = True
     """Whether the reader must build every chunk (False: packed members are placeholders)."""
     wants_said = False
@@ -49,41 +49,30 @@ class CallFeed:
         with no gap."""
         self.count = 0
         """Calls so far."""
-        self._key: str | None = None
-        """The key of the open call (one without its finish chunk yet), else None."""
+        self.open_key: str | None = None
+        """The key of the open call (one without its finish chunk yet), else None; a reader
+        that sees a chunk line continue it (same key object, no finish) may only move
+        ``last_line``."""
         self._chunks: list[Any] = []
         self._times: Any = array("q")
         self._first_line = 0
-        self._last_line = 0
+        self.last_line = 0
+        """The line of the open call's last chunk (its errors name it)."""
 
     def _keep(self, key: str, chunks: list[Any], times: Any) -> None:
         """Keep one closed call (the subclass's part)."""
         raise NotImplementedError
 
-    @property
-    def state(self) -> tuple[str | None, int, int, int]:
-        """(open call's key, its first and last line, calls so far), for a reader that keeps
-        them in locals while it counts the common chunk lines itself (a feed that does not
-        keep chunks only)."""
-        return self._key, self._first_line, self._last_line, self.count
-
-    @state.setter
-    def state(self, value: tuple[str | None, int, int, int]) -> None:
-        if value[0] is None or value[3] != self.count:  # calls closed meanwhile
-            self._chunks = []
-            self._times = array("q")
-        self._key, self._first_line, self._last_line, self.count = value
-
     def _store(self, key: str, chunks: list[Any], times: Any) -> None:
         self._keep(key, chunks, times)
         self.count += 1
-        self._key = None
+        self.open_key = None
         self._chunks = []
         self._times = array("q")
 
     def _close(self) -> None:
         """Close the open call: it must end with a finish chunk (else it threw live)."""
-        key = self._key
+        key = self.open_key
         if key is None:
             return
         chunks = self._chunks
@@ -91,18 +80,18 @@ class CallFeed:
         if type(last) is not dict or last.get("type") != "finish":
             if not self.lenient:
                 raise unfinished_call_error(self.file, key, self.count, self._first_line,
-                                            self._last_line)
+                                            self.last_line)
             self.unfinished.append(self.count)
         self._store(key, chunks, self._times)
 
     def _continue(self, key: str, line: int) -> None:
         """Go on with the call under ``key`` at ``line``, closing another open call first."""
-        if self._key != key:
-            if self._key is not None:
+        if self.open_key != key:
+            if self.open_key is not None:
                 self._close()
-            self._key = key
+            self.open_key = key
             self._first_line = line
-        self._last_line = line
+        self.last_line = line
 
     def chunk(self, key: str, chunk: Any, time: Any, line: int) -> None:
         """One ``assistant/chunk``: open or continue the call under ``key``."""
@@ -118,6 +107,19 @@ class CallFeed:
         self._times.append(time if type(time) is int and -_INT64 < time < _INT64
                            else self._time(time))
         if kind == "finish":
+            self._store(key, self._chunks, self._times)
+
+    def shaped(self, key: str, finish: bool, line: int) -> None:
+        """A chunk line whose decoding already checked its chunk (a ``logscan.ChunkShape``,
+        read for a feed that keeps no chunk): ``chunk`` without the look or the keeping;
+        ``finish``: it is the call's finish chunk."""
+        if self.open_key != key:
+            if self.open_key is not None:
+                self._close()
+            self.open_key = key
+            self._first_line = line
+        self.last_line = line
+        if finish:
             self._store(key, self._chunks, self._times)
 
     def _time(self, value: Any) -> int:
@@ -142,9 +144,9 @@ class CallFeed:
         """One whole call (a v2+ settlement, SPEC 2b.5) read from ``line``: it must have ended
         with a finish chunk (``finished``); a feed that keeps no chunk may get None for the
         chunks and times."""
-        if self._key is not None:
+        if self.open_key is not None:
             self._close()
-        self._first_line = self._last_line = line
+        self._first_line = self.last_line = line
         if not finished:
             if not self.lenient:
                 raise unfinished_call_error(self.file, key, self.count, line, line)
@@ -165,7 +167,7 @@ class CallFeed:
             return
         for chunk in chunks if suspect else ():  # kept as read: they must fit a sidecar too
             check_kept(chunk, self.file, line, "a compaction chunk")
-        self._first_line = self._last_line = line
+        self._first_line = self.last_line = line
         self._store("compaction", chunks, array("q", [as_time(time)] * len(chunks)))
 
 

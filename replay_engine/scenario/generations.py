@@ -3,52 +3,34 @@
 Every model call of such a log is one settlement event (``assistant/message`` or
 ``assistant/attempt``) whose ``data.stream`` holds the call's chunks as compact records
 (``streams``); a forked child's inherited history ends at its last ``session/end-seed
-{inherited: true}`` marker. ``read_generation`` checks every line and feeds each call whole
-to a ``feeds.CallFeed``: the loader's ``Deriver`` (keeping the chunks, strict or lenient) or
-the validator's ``Checker`` (counting them), so loading, ``validate`` and authoring read one
-way (``reader.read_log`` is where they start).
+{inherited: true}`` marker. ``Settled`` is such a log's part of the one reading loop
+(``reader.read_log``): it checks each line the loop hands it and feeds each call whole to the
+loop's ``feeds.CallFeed``, the loader's ``Deriver`` (keeping the chunks, strict or lenient)
+or the validator's ``Checker`` (counting them), so loading, ``validate`` and authoring read
+one way.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ..errors import LogParseError
-from ..logevents import SAID_TYPES
 from .callkeys import Undefined, call_key
 from .feeds import CallFeed
 from .kept import KEPT_GATE, check_envelope, kept_may_fail
 from .layout import check_generation, log_error
-from .logs import (
-    decode_line,
-    header_fields,
-    too_deep_line_error,
-)
+from .logs import decode_line, header_fields
 from .streams import CheckedRecord, Record, expand_stream, fast_stream
 
 MESSAGE, ATTEMPT = "assistant/message", "assistant/attempt"
 SETTLEMENTS = frozenset({MESSAGE, ATTEMPT})
 END_SEED = "session/end-seed"
 COMPACTION = "compaction/summary"
-
-
-@dataclass(slots=True)
-class GenerationLog:
-    """What a v2+ log's reading found besides its calls."""
-
-    header: dict[str, Any]
-    """The header line as decoded (an object)."""
-    fields: dict[str, Any]
-    """Its facts (``logs.header_fields``), ``seedLength`` the inherited count."""
-    inherited: int
-    """The inherited-event count (SPEC 2b.3): reported as the log's ``seedLength``."""
-    event_count: int
-    warnings: list[str] = field(default_factory=list)
+SETTLED_TYPES = frozenset({*SETTLEMENTS, END_SEED, COMPACTION})
+"""The event types a v2+ log's reading acts on (``Settled.event``); others are skipped."""
 
 
 _Envelope = float | str | bool | None | list[Any] | dict[str, Any] | msgspec.UnsetType
@@ -116,66 +98,77 @@ def _decoder(keeps: bool) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(_Event if keeps else _CheckedEvent)
 
 
-def read_generation(lines: Iterable[bytes], file: str | None, feed: CallFeed, *,
-                    child: bool, generation: int) -> GenerationLog:
-    """Read a v2+ log, feeding its calls (a child's from its inherited cut on) to ``feed``;
-    its header's ``version`` must be the file name's ``generation``."""
-    header: dict[str, Any] | None = None
-    fields: dict[str, Any] = {}
-    header_line = index = number = first_of_kind = 0
-    projected: bool | None = None
-    markers: list[tuple[int, int]] = []  # (event index, line) of inherited end-seed markers
-    pending: list[tuple[int, Any]] = []  # a child's calls until its cut is known
-    keeps = feed.keeps
-    said = feed.said if feed.wants_said else None
-    decode = _decoder(keeps).decode
-    unset = msgspec.UNSET
-    keys = _Keys()
-    event: _Event | _CheckedEvent | _LooseEvent | None
-    try:
-        for raw in lines:
-            number += 1
-            if header is None:
-                if (read := _header(raw, file, number, generation)) is not None:
-                    (header, fields), header_line = read, number
-                continue
-            try:
-                event = decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                if (event := _loose_event(raw, file, number)) is None:
-                    continue
-            untimed = event.seq is unset
-            if untimed is not (event.time is unset) or projected is not untimed:
-                if projected is None and untimed is (event.time is unset):
-                    projected, first_of_kind = untimed, number
-                else:
-                    raise _envelope_error(event, projected, first_of_kind, file, number)
-            kind = event.type
-            item: Any = None
-            if kind == MESSAGE or kind == ATTEMPT:
-                item = _settlement_call(event, raw, file, number, keeps, keys)
-            elif kind == COMPACTION:
-                item = (_full_data(raw, file, number), 0 if projected else event.time, number,
-                        len(raw) > KEPT_GATE and kept_may_fail(raw))
-            elif kind == END_SEED and event.data is not None and event.data.inherited is True:
-                markers.append((index, number))
-            if item is not None:
-                if child:
-                    pending.append((index, item))
-                else:
-                    _feed_item(feed, item)
-            if said is not None and type(kind) is str and kind in SAID_TYPES:
-                said(kind, number, raw)
-            index += 1
-    except RecursionError:
-        raise too_deep_line_error(file, number) from None
-    inherited = _inherited_cut(header, header_line, markers, file, number)
-    for at, item in pending:
-        if at >= inherited:
-            _feed_item(feed, item)
-    assert header is not None
-    fields["seedLength"] = inherited
-    return GenerationLog(header, fields, inherited, index)
+class Settled:
+    """A v2+ log's part of the one reading loop (``reader.read_log``): its header, envelope
+    kinds, settlements, compactions and inherited end-seed markers, a child's calls held
+    until its cut is known."""
+
+    __slots__ = ("file", "feed", "child", "keeps", "decode", "projected", "first_of_kind",
+                 "header_line", "markers", "pending", "keys")
+    types = SETTLED_TYPES
+
+    def __init__(self, file: str | None, feed: CallFeed, child: bool) -> None:
+        self.file, self.feed, self.child, self.keeps = file, feed, child, feed.keeps
+        self.decode = _decoder(feed.keeps).decode
+        self.projected: bool | None = None
+        """Whether the events leave seq and time out (None: no event read yet)."""
+        self.first_of_kind = self.header_line = 0
+        self.markers: list[tuple[int, int]] = []  # (event index, line) of inherited markers
+        self.pending: list[tuple[int, Any]] = []  # a child's calls until its cut is known
+        self.keys = _Keys()
+
+    def header(self, raw: bytes, line: int,
+               generation: int) -> tuple[Any, dict[str, Any] | None]:
+        """The header line and its facts (None, None: a blank line before it)."""
+        read = _header(raw, self.file, line, generation)
+        if read is None:
+            return None, None
+        self.header_line = line
+        return read
+
+    def undecoded(self, raw: bytes, line: int) -> _LooseEvent | None:
+        """An event line the fast decoder refused, by the exact rules (None: blank)."""
+        return _loose_event(raw, self.file, line)
+
+    def envelope(self, event: _Event | _CheckedEvent | _LooseEvent, line: int) -> None:
+        """The first event's envelope kind (complete or projected); any other is an error."""
+        untimed = event.seq is msgspec.UNSET
+        if self.projected is None and untimed is (event.time is msgspec.UNSET):
+            self.projected, self.first_of_kind = untimed, line
+        else:
+            raise _envelope_error(event, self.projected, self.first_of_kind, self.file, line)
+
+    def event(self, kind: str, event: _Event | _CheckedEvent | _LooseEvent, raw: bytes,
+              line: int, index: int) -> None:
+        """A settlement or compaction (fed, or held for a child), or an end-seed marker."""
+        if kind == COMPACTION:
+            item: Any = (_full_data(raw, self.file, line), 0 if self.projected else event.time,
+                         line, len(raw) > KEPT_GATE and kept_may_fail(raw))
+        elif kind == END_SEED:
+            if event.data is not None and event.data.inherited is True:
+                self.markers.append((index, line))
+            return
+        else:
+            item = _settlement_call(event, raw, self.file, line, self.keeps, self.keys)
+        if item is None:
+            return
+        if self.child:
+            self.pending.append((index, item))
+        else:
+            _feed_item(self.feed, item)
+
+    def finish(self, header: Any, fields: dict[str, Any] | None, last_line: int
+               ) -> dict[str, Any]:
+        """Feed a child's calls from its inherited cut on; the header's facts, ``seedLength``
+        that cut."""
+        inherited = _inherited_cut(header, self.header_line, self.markers, self.file,
+                                   last_line)
+        for at, item in self.pending:
+            if at >= inherited:
+                _feed_item(self.feed, item)
+        assert fields is not None
+        fields["seedLength"] = inherited
+        return fields
 
 
 def _header(raw: bytes, file: str | None, line: int,

@@ -101,7 +101,9 @@ keys of SPEC 4's chunk types (and the harness's ``replayState``), its text field
 any other chunk is read as a dict and checked the exact way."""
 
 
-class _ShapeData(msgspec.Struct, gc=False):
+class ShapeData(msgspec.Struct, gc=False):
+    """A chunk line's ``data`` as ``ShapeEvent`` reads it."""
+
     turn: Any = Undefined
     step: Any = Undefined
     chunk: ChunkShape | None = None
@@ -114,7 +116,7 @@ class ShapeEvent(msgspec.Struct, gc=False):
     type: Any = None
     seq: float | msgspec.UnsetType = msgspec.UNSET
     time: float | msgspec.UnsetType = msgspec.UNSET
-    data: _ShapeData | None = None
+    data: ShapeData | None = None
 
 
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]

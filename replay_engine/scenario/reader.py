@@ -1,13 +1,15 @@
-"""The one reading loop of a session log, whatever is fed: ``read_log``.
+"""The one reading loop of a session log, whatever its generation and whatever is fed.
 
-A log of generation 2 or later is read by ``generations.read_generation``; a v0/v1 log by
-``read_legacy`` here. Each feeds one ``feeds.CallFeed``: the loader's ``Deriver`` (chunks
-kept, strict or lenient), or ``validate``'s ``Checker`` (calls counted, no chunk built), so
-loading, checking and authoring read every line the same way and raise the same errors.
+``read_log`` walks the lines once. Where the generations differ it decides per line: a v0/v1
+log's ``assistant/chunk`` lines and packed rows (SPEC 2-3) are grouped into calls, a v2+
+log's settlement events carry whole calls (SPEC 2b, read by ``generations``). Either way it
+feeds one ``feeds.CallFeed``: the loader's ``Deriver`` (chunks kept, strict or lenient), or
+``validate``'s ``Checker`` (calls counted, no chunk built), so loading, checking and
+authoring read every line the same way and raise the same errors.
 
-Lines are decoded into the small Structs of ``logscan`` (payloads derivation ignores are
-skipped), packed rows become their chunks a whole row at a time, and anything unusual goes
-through ``logscan.slow_line``, the exact generic rules.
+Lines are decoded into small Structs (payloads derivation ignores are skipped); a v0/v1
+packed row's members are made a whole row at a time; anything unusual goes through
+``logscan.slow_line`` (v0/v1) or the exact rules of ``generations`` (v2+).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .logscan import (
     ChunkShape,
     LineEvent,
     PackedFields,
+    ShapeData,
     ShapeEvent,
     Sink,
     checked_decoder,
@@ -51,7 +54,7 @@ from .logscan import (
     slow_line,
 )
 
-__all__ = ["LogRead", "read_legacy", "read_log"]
+__all__ = ["LogRead", "read_log"]
 
 _SAFE_RUN = 1000
 """Packed rows up to this many members cannot reach the int64 limits (1000 * 2^53 < 2^63)."""
@@ -72,20 +75,6 @@ class LogRead:
     """The header's facts (``logs.header_fields``), the seedLength a v2+ log's cut."""
     event_count: int
     warnings: list[str] = field(default_factory=list)
-
-
-def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child: bool,
-             generation: int, warnings: list[str] | None = None) -> LogRead:
-    """Read a log of any generation (the file name's), feeding its calls to ``feed``; a child
-    (``child``) from its inherited history on. ``warnings`` collects what a newer harness
-    would refuse (``validate``)."""
-    if generation < 2:
-        return read_legacy(lines, file, feed, child, generation, warnings)
-    from .generations import read_generation  # its decoders are built only for v2+ logs
-
-    found = read_generation(lines, file, feed, child=child, generation=generation)
-    return LogRead(found.header, found.fields, found.event_count,
-                   [] if warnings is None else warnings)
 
 
 def _packed_run(
@@ -129,8 +118,60 @@ def _packed_run(
     return chunks, times
 
 
-_NOTHING = object()
-"""No chunk line read yet (a ``turn`` / ``step`` object no line holds)."""
+CHUNK = "assistant/chunk"
+
+
+def read_log(lines: Iterable[bytes], file: str | None, feed: CallFeed, *, child: bool,
+             generation: int, warnings: list[str] | None = None) -> LogRead:
+    """Read a log of any generation (the file name's), feeding its calls to ``feed``; a child
+    (``child``) from its seed or inherited cut on. ``warnings`` collects what a newer harness
+    would refuse (``validate``, v0/v1 logs)."""
+    st = _Reading(file, feed, child, generation, warnings)
+    settled, decode = st.settled, st.decode
+    said = feed.said if feed.wants_said else None
+    unset, shape_data = msgspec.UNSET, ShapeData
+    event: Any
+    chunk: Any
+    number = 0
+    try:  # free until raised: a value nested past what call keys can read
+        for raw in lines:
+            number += 1
+            if st.fields is None:
+                st.header(raw, number)
+                continue
+            try:
+                event = decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                if (event := st.undecoded(raw, number, said)) is None:
+                    continue
+            kind = event.type
+            if settled is None:
+                if kind == CHUNK:  # most of a v0/v1 log; most often the open call goes on
+                    data = event.data
+                    if (type(data) is shape_data and type(chunk := data.chunk) is ChunkShape
+                            and data.turn == st.last_turn and data.step == st.last_step
+                            and type(data.turn) is int and type(data.step) is int and st.direct
+                            and feed.open_key is st.last_key and chunk.type != "finish"):
+                        feed.last_line = number  # all ``CallFeed.shaped`` would do
+                        st.index += 1
+                    else:
+                        st.chunk(event, raw, number)
+                    continue
+                if type(kind) is str and kind in _ROWS:
+                    st.row(raw, kind, number)
+                    continue
+            else:
+                if ((event.seq is unset) is not settled.projected
+                        or (event.time is unset) is not settled.projected):
+                    settled.envelope(event, number)
+                if type(kind) is str and kind in settled.types:
+                    settled.event(kind, event, raw, number, st.index)
+            if said is not None and type(kind) is str and kind in SAID_TYPES:
+                said(kind, number, raw)
+            st.index += 1
+    except RecursionError:
+        raise too_deep_line_error(file, number) from None
+    return st.finish(number)
 
 
 def _chunk_value(chunk: Any, raw: bytes) -> Any:
@@ -141,142 +182,109 @@ def _chunk_value(chunk: Any, raw: bytes) -> Any:
     return data.chunk if data is not None else None
 
 
-def read_legacy(lines: Iterable[bytes], file: str | None, feed: CallFeed, use_seed: bool,
-                generation: int = 0, warnings: list[str] | None = None) -> LogRead:
-    """Read a v0/v1 log's lines (split on b"\\n"): the header is the first non-blank line, a
-    child (``use_seed``) is fed from its ``seedLength`` on (SPEC 3). Chunk lines, most of a
-    log, are read here; header, packed rows and anything unusual by the helpers below."""
-    st = _Legacy(file, feed, warnings)
-    header: Any = None
-    fields: dict[str, Any] | None = None
-    sink, add_chunk, keeps = st.sink, feed.chunk, feed.keeps
-    said = feed.said if feed.wants_said else None
-    decode = (checked_decoder if keeps else shape_decoder).decode
-    shape, kept_gate = ChunkShape, KEPT_GATE
-    direct, start, index, number = True, 0, 0, 0  # direct: no seed to honour (or it is passed)
-    last_turn: Any = _NOTHING  # the turn and step objects of the last chunk line, and its key
-    last_step: Any = _NOTHING
-    key = ""
-    # A feed that keeps no chunk has its state in these locals while chunk lines stream past
-    # (``local``); it is handed back before anything else is fed.
-    local, open_key, first, last, count = False, None, 0, 0, 0
-    event: CheckedEvent | ShapeEvent | LineEvent | None
-    chunk: Any
-    try:  # free until raised: a value nested past what call keys can read
-        for raw in lines:
-            number += 1
-            if fields is None:
-                header, fields, start = st.header(raw, number, generation, use_seed)
-                direct = start == 0
-                continue
-            try:
-                event = decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                if local:
-                    feed.state, local = (open_key, first, last, count), False
-                event, index = st.undecoded(raw, number, index, said)
-                if event is None:
-                    direct = sink.pending is None and index >= start
-                    continue
-            kind = event.type
-            if kind == "assistant/chunk":
-                data = event.data
-                if data is None:
-                    turn = step = Undefined
-                    chunk = None
-                else:
-                    turn, step, chunk = data.turn, data.step, data.chunk
-                if turn is not last_turn or step is not last_step:  # else: the same small ints
-                    last_turn, last_step, key = turn, step, st.key(turn, step)
-                if (len(raw) > kept_gate and chunk is not None and type(chunk) is not shape
-                        and kept_may_fail(raw)):  # a ChunkShape needs no such look
-                    check_kept(chunk, file, number, "$.data.chunk")
-                if not direct:
-                    if local:
-                        feed.state, local = (open_key, first, last, count), False
-                    sink.put((index, 0, key, _chunk_value(chunk, raw), event.time, number))
-                    direct = sink.pending is None and index + 1 >= start
-                elif keeps:
-                    add_chunk(key, chunk, event.time, number)
-                else:  # ``CallFeed.chunk`` in locals for a chunk that opens, continues or
-                    if not local:  # finishes a call (a ``ChunkShape`` fits by decoding)
-                        (open_key, first, last, count), local = feed.state, True
-                    if type(chunk) is shape and (
-                            open_key is key or open_key is None or open_key == key):
-                        if open_key is None:
-                            open_key, first = key, number
-                        last = number
-                        if chunk.type == "finish":
-                            count, open_key = count + 1, None
-                    else:  # anything else is fed to it
-                        feed.state, local = (open_key, first, last, count), False
-                        add_chunk(key, _chunk_value(chunk, raw), event.time, number)
-                index += 1
-            elif type(kind) is str and kind in _ROWS:  # packed rows, compaction
-                if local:
-                    feed.state, local = (open_key, first, last, count), False
-                index = st.row(raw, kind, number, index, direct)
-                direct = sink.pending is None and index >= start
-            else:
-                if said is not None and type(kind) is str and kind in SAID_TYPES:
-                    said(kind, number, raw)
-                index += 1
-    except RecursionError:
-        raise too_deep_line_error(file, number) from None
-    if local:
-        feed.state = (open_key, first, last, count)
-    sink.flush(index)
-    return LogRead(header, fields or {}, index, [] if warnings is None else warnings)
-
-
 _ROWS = frozenset({*PACKED_CHUNK_TYPES, "compaction/summary"})
-"""Event types ``_Legacy.row`` reads: a packed row, or a compaction (the exact rules)."""
+"""Event types ``_Reading.row`` reads: a packed row, or a compaction (the exact rules)."""
 
 
-class _Legacy:
-    """What ``read_legacy`` needs only now and then: the header, lines its fast decoder
-    refused, packed rows and compactions, call keys."""
 
-    __slots__ = ("file", "feed", "sink", "warnings", "texts_seen", "keys")
 
-    def __init__(self, file: str | None, feed: CallFeed, warnings: list[str] | None) -> None:
+class _Reading:
+    """What ``read_log`` keeps between lines: the header, the event index, a v0/v1 child's
+    seed (``sink``, ``direct``), call keys, and a v2+ log's ``generations.Settled`` state."""
+
+    __slots__ = ("file", "feed", "warnings", "child", "generation", "sink", "settled", "decode",
+                 "header_value", "fields", "index", "start", "direct", "texts_seen", "keys",
+                 "last_turn", "last_step", "last_key")
+
+    def __init__(self, file: str | None, feed: CallFeed, child: bool, generation: int,
+                 warnings: list[str] | None) -> None:
         self.file, self.feed, self.warnings = file, feed, warnings
+        self.child, self.generation = child, generation
         self.sink = Sink(feed)
+        self.settled: Any = None
+        self.decode: Callable[[bytes], Any] = (checked_decoder if feed.keeps
+                                               else shape_decoder).decode
+        if generation >= 2:  # its decoders and modules are loaded only for a v2+ log
+            from .generations import Settled
+
+            self.settled = Settled(file, feed, child)
+            self.decode = self.settled.decode
+        self.header_value: Any = None
+        self.fields: dict[str, Any] | None = None
+        self.index = self.start = 0
+        self.direct = True  # no seed to honour (or it is passed): feed, not the sink
         self.texts_seen: dict[str, str] = {}
         self.keys: dict[tuple[int, int], str] = {}  # call keys of integer turn/step, made once
+        self.last_turn = self.last_step = -1  # integer turn and step of the last chunk line
+        self.last_key = "-1/-1"  # the call key of that turn and step
 
-    def header(self, raw: bytes, number: int, generation: int,
-               use_seed: bool) -> tuple[Any, dict[str, Any] | None, int]:
-        """The header line (None facts: a blank line before it) and the index the feed
-        starts at (a child's seed)."""
+    def header(self, raw: bytes, number: int) -> None:
+        """The header line (a blank line before it is skipped) and, for a v0/v1 child, the
+        index its feed starts at (its seed)."""
+        if self.settled is not None:
+            self.header_value, self.fields = self.settled.header(raw, number, self.generation)
+            return
         blank, header = decode_line(raw, self.file, number)
         if blank:
-            return None, None, 0
-        fields = header_fields(header, self.file, number)
-        check_generation(header, self.file, generation, number)
+            return
+        self.header_value, self.fields = header, header_fields(header, self.file, number)
+        check_generation(header, self.file, self.generation, number)
         if self.warnings is not None and header is not None and not isinstance(header, dict):
             self.warnings.append(non_object_warning(self.file, number, header))
-        if not use_seed:
-            return header, fields, 0
-        start = self.sink.start = seed_start(float(fields.get("seedLength", 0)))
-        if start < 0:
-            self.sink.pending = []
-        return header, fields, start
+        if self.child:
+            start = self.sink.start = self.start = seed_start(
+                float(self.fields.get("seedLength", 0)))
+            if start < 0:
+                self.sink.pending = []
+            self.direct = start == 0
 
-    def undecoded(self, raw: bytes, number: int, index: int,
-                  said: Callable[[str, int, bytes], None] | None) -> tuple[LineEvent | None, int]:
+    def undecoded(self, raw: bytes, number: int,
+                  said: Callable[[str, int, bytes], None] | None) -> Any:
         """A line the fast decoder refused: its event by the loose decoder (envelope checked),
-        else None and the next index once the exact generic rules have read it."""
+        else None once the exact rules have read it (v0/v1) or it is blank (v2+)."""
+        if self.settled is not None:
+            return self.settled.undecoded(raw, number)
         try:
             event = line_decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError):
             if said is not None and (found_kind := said_kind(raw)) is not None:
                 said(found_kind, number, raw)
-            return None, slow_line(raw, number, index, self.sink, self.file, self.warnings)
+            self.index = slow_line(raw, number, self.index, self.sink, self.file, self.warnings)
+            self.direct = self.sink.pending is None and self.index >= self.start
+            return None
         if self.warnings is not None:
             raw_envelope_warnings(raw, self.file, number, self.warnings)
         check_envelope(event.seq, event.time, self.file, number)
-        return event, index
+        return event
+
+    def chunk(self, event: CheckedEvent | ShapeEvent | LineEvent, raw: bytes,
+              number: int) -> None:
+        """A v0/v1 ``assistant/chunk`` line: open, continue or finish its call."""
+        data = event.data
+        chunk: Any
+        if data is None:
+            turn = step = Undefined
+            chunk = None
+        else:
+            turn, step, chunk = data.turn, data.step, data.chunk
+        if type(turn) is not int or type(step) is not int:
+            key = call_key(turn, step)
+        elif turn == self.last_turn and step == self.last_step:  # the last line's call
+            key = self.last_key
+        else:
+            self.last_turn, self.last_step = turn, step
+            key = self.last_key = f"{turn}/{step}"
+        shaped = type(chunk) is ChunkShape  # its decoding checked it: no look needed
+        if len(raw) > KEPT_GATE and chunk is not None and not shaped and kept_may_fail(raw):
+            check_kept(chunk, self.file, number, "$.data.chunk")
+        if not self.direct:
+            self.sink.put((self.index, 0, key, _chunk_value(chunk, raw), event.time, number))
+            self.direct = self.sink.pending is None and self.index + 1 >= self.start
+        elif shaped:
+            self.feed.shaped(key, chunk.type == "finish", number)
+        else:
+            self.feed.chunk(key, chunk, event.time, number)
+        self.index += 1
 
     def key(self, turn: Any, step: Any) -> str:
         """The call key of a chunk's turn and step (integer ones made once)."""
@@ -287,8 +295,9 @@ class _Legacy:
             return made
         return call_key(turn, step)
 
-    def row(self, raw: bytes, kind: str, number: int, index: int, direct: bool) -> int:
-        """A packed row (its members a whole row at a time) or a compaction; the next index."""
+    def row(self, raw: bytes, kind: str, number: int) -> None:
+        """A v0/v1 packed row (its members a whole row at a time) or compaction; a row the
+        typed decoder refuses goes the exact way."""
         found = packed_fields(raw, kind) if kind in PACKED_CHUNK_TYPES else None
         run: tuple[list[Any], Any] | None = None
         if found is not None:
@@ -298,14 +307,25 @@ class _Legacy:
                 members = len(found[1])
                 run = [None] * members, array("q", bytes(8 * members))
         if run is None:
-            return slow_line(raw, number, index, self.sink, self.file)
-        assert found is not None
-        row_data = found[0].data
-        turn, step = row_data.turn, row_data.step
-        key = f"{turn}/{step}" if type(turn) is int and type(step) is int else call_key(turn, step)
-        chunks, times = run
-        if direct:
-            self.feed.run(key, chunks, times, number)
+            self.index = slow_line(raw, number, self.index, self.sink, self.file)
         else:
-            self.sink.put((index, 2, key, chunks, times, number))
-        return index + len(chunks)
+            assert found is not None
+            row_data = found[0].data
+            key = self.key(row_data.turn, row_data.step)
+            chunks, times = run
+            if self.direct:
+                self.feed.run(key, chunks, times, number)
+            else:
+                self.sink.put((self.index, 2, key, chunks, times, number))
+            self.index += len(chunks)
+        self.direct = self.sink.pending is None and self.index >= self.start
+
+    def finish(self, number: int) -> LogRead:
+        """What the reading found, once a v0/v1 child's held-back events are fed (or a v2+
+        log's calls from its inherited cut on)."""
+        warnings = [] if self.warnings is None else self.warnings
+        if self.settled is not None:
+            fields = self.settled.finish(self.header_value, self.fields, number)
+            return LogRead(self.header_value, fields, self.index, warnings)
+        self.sink.flush(self.index)
+        return LogRead(self.header_value, self.fields or {}, self.index, warnings)

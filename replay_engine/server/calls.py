@@ -2,9 +2,10 @@
 
 Each answer watches the client while it serves: a disconnect cancels the call
 (it ends as cancelled, its cursor stays advanced) without disturbing the
-server. Streams yield to the event loop every ``YIELD_EVERY`` chunks (fewer when many are
-in flight), or sooner once a turn has run ``TURN_S``, so concurrent sessions progress fairly
-and nothing else on the loop waits long behind a round of them.
+server. A stream's turn ends every ``YIELD_EVERY`` chunks (fewer when many are in flight), or
+sooner once it has run ``TURN_S``; it then queues in ``Rounds``, which lets each turn of the
+event loop run only a bounded amount of stream work, so concurrent sessions progress fairly
+and a new session's request, or a debugger key, never waits long behind all of them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..errors import ReplayError
 from ..models import ThrowEntry
 from ..wire.dialect import Assembler, CallRequest, Dialect, StreamEncoder
 from ..wire.jsonbytes import encode as encode_json
+from .rounds import Rounds
 
 YIELD_EVERY = 64
 """Chunks served between two yields to the event loop (fairness across streams)."""
@@ -32,20 +34,22 @@ this shared among them, so a round costs the same with 50 streams as with 4."""
 YIELD_MIN = 4
 """The shortest turn (below it the yields cost more than the chunks); a turn's clock is read
 once per this many chunks."""
-TURN_S = 0.002
+TURN_S = 0.0005
 """The longest a stream's turn runs before it yields, whatever its chunk count: chunks cost
-more while the machine is busy (or when large), and a round of 50 streams must still leave
-room for a key's repaint."""
+more while the machine is busy (or when large), and no turn may hold the event loop much past
+the round ``Rounds`` releases (a new session's request waits for the loop's next poll)."""
 
 
 class StreamCount:
-    """How many call streams one app is serving right now, and how long a turn runs."""
+    """How many call streams one app is serving right now, how long a turn runs, and the
+    queue their turns take (``Rounds``)."""
 
-    __slots__ = ("active", "turn_s")
+    __slots__ = ("active", "rounds", "turn_s")
 
     def __init__(self, turn_s: float = TURN_S) -> None:
         self.active = 0
         self.turn_s = turn_s
+        self.rounds = Rounds()
 
     def turn(self) -> int:
         """Chunks a stream serves before yielding to the others."""
@@ -138,6 +142,7 @@ class CallStream:
             since = clock()
             pending: list[bytes] = []
             ready = self.handle.ready
+            rounds = streams.rounds
             entry = self.handle.entry
             opening = wire.opening()
             if opening and not (errors_as_status and isinstance(entry, ThrowEntry)
@@ -156,6 +161,7 @@ class CallStream:
                     turn = left <= 0 or (served % YIELD_MIN == 0
                                          and clock() - since >= streams.turn_s)
                     if turn or (pending and not started) or not ready():
+                        spent = clock() - since if turn else 0.0
                         if pending:
                             if not started:
                                 await send(start)
@@ -164,7 +170,7 @@ class CallStream:
                                         "more_body": True})
                             pending.clear()
                         if turn:
-                            await asyncio.sleep(0)
+                            await rounds.pause(spent)
                             left = streams.turn()
                         since = clock()
                 pending.append(wire.close())

@@ -1,9 +1,9 @@
 """A small demo agent that drives every recorded call of a running replay server.
 
 It reads ``GET /replay/v1/scripts`` and plays each session one after another
-(primary first, since binding follows first-call order) through the official SDK
-of one dialect (openai chat completions, the anthropic SDK's Messages stream, the
-openai SDK's Responses stream, or google-genai's Gemini stream), so a newcomer can
+(primary first, since binding follows first-call order) through a client of one
+dialect (the openai SDK's chat completions or Responses stream; the Anthropic Messages
+or Gemini stream spoken with httpx, so no optional SDK is needed), so a newcomer can
 watch cursors move without an agent of their own. Hang calls are cancelled through the control API once they
 are in place; throw calls are expected to fail with their scripted code.
 """

@@ -1,5 +1,5 @@
 """The demo agent's fixed conversation: a short chat (two user turns on one session) streamed
-through the official SDK of one dialect, for a server that holds no recording yet, such as the
+through the demo agent's client of one dialect, for a server that holds no recording yet, such as the
 recording proxy of ``dsh-replay-tui --record``.
 
 The replay driver (``demo_agent``) plays the calls a replay server lists; a recorder lists none,

@@ -1,8 +1,9 @@
-"""The demo agent's Gemini wire: one streamed call through google-genai (SPEC 8.6).
+"""The demo agent's Gemini wire (SPEC 8.6), spoken with httpx: one streamed call.
 
 ``gemini_contents`` turns the demo's chat-completions history into Gemini ``contents`` (model
 turns with ``functionCall`` parts, tool results as ``functionResponse`` parts of a user turn);
-``stream_gemini`` runs ``generate_content_stream`` and folds what the client hands over.
+``stream_gemini`` posts ``:streamGenerateContent?alt=sse`` and folds the parts as google-genai
+would hand them over.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
+
 from .demo_result import Streamed
+from .demo_sse import as_dict, compact, failed_answer, sse_json
 
 GEMINI_FINISH = {"stop": "STOP", "tool-calls": "STOP", "max-tokens": "MAX_TOKENS"}
 """Recorded finish kinds as the client reports ``finish_reason`` (stop and tool-calls alike)."""
@@ -55,48 +59,49 @@ def gemini_contents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _error_code(exc: Any) -> str:
-    """The replay code of a Google error: ``details[0].reason``, else ``HTTP_<status>``."""
-    body = exc.details if isinstance(exc.details, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
-    details = error.get("details") if isinstance(error, dict) else None
+def _error_code(body: dict[str, Any]) -> str | None:
+    """The replay code of a Google error body: ``error.details[].reason``."""
+    details = as_dict(body.get("error")).get("details")
     for detail in details if isinstance(details, list) else []:
         if isinstance(detail, dict) and isinstance(detail.get("reason"), str) and detail["reason"]:
             return str(detail["reason"])
-    return f"HTTP_{exc.code}"
+    return None
 
 
-async def stream_gemini(api: Any, model: str, session: str,
-                        messages: list[dict[str, Any]]) -> Streamed:
-    """``generate_content_stream`` of google-genai (``api`` a ``genai.Client``), parts folded:
-    text and thought parts concatenated, each function call kept."""
-    from google.genai import errors, types
-
+async def stream_gemini(http: httpx.AsyncClient, prefix: str, api_key: str, model: str,
+                        session: str, contents: list[dict[str, Any]]) -> Streamed:
+    """One ``:streamGenerateContent?alt=sse`` call of Gemini ``contents``, parts folded as
+    google-genai hands them over: text and thought parts concatenated, each function call
+    kept; an error event ends the call with its code. httpx.TransportError is the caller's."""
     got = Streamed()
-    config = types.GenerateContentConfig(
-        http_options=types.HttpOptions(headers={"X-Session-Id": session}))
-    try:
-        async for response in await api.aio.models.generate_content_stream(
-                model=model, contents=gemini_contents(messages), config=config):
+    url = f"{prefix}/v1beta/models/{model}:streamGenerateContent"
+    headers = {"x-goog-api-key": api_key, "X-Session-Id": session}
+    body = {"contents": contents}
+    async with http.stream("POST", url, params={"alt": "sse"}, json=body,
+                           headers=headers) as response:
+        if response.status_code >= 400:
+            return await failed_answer(response, got, _error_code)
+        async for _event, data in sse_json(response):
             got.events += 1
-            candidate = (response.candidates or [None])[0]
-            if candidate is None:
+            data = as_dict(data)
+            if isinstance(data.get("error"), dict):
+                got.error_code = _error_code(data) or f"HTTP_{data['error'].get('code')}"
+                got.error_message = str(data["error"].get("message") or "stream error")
+                return got
+            candidates = data.get("candidates")
+            candidate = candidates[0] if isinstance(candidates, list) and candidates else None
+            if not isinstance(candidate, dict):
                 continue
-            for part in (candidate.content.parts or []) if candidate.content else []:
-                if part.function_call is not None:
-                    call = part.function_call
+            for part in as_dict(candidate.get("content")).get("parts") or []:
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if isinstance(call, dict):
                     got.tools[len(got.tools)] = {
-                        "id": call.id or "", "name": call.name or "",
-                        "arguments": json.dumps(call.args or {}, separators=(",", ":"))}
-                elif part.thought:
-                    got.reasoning += part.text or ""
-                else:
-                    got.text += part.text or ""
-            if candidate.finish_reason is not None:
-                got.finish = str(candidate.finish_reason.value)
-    except errors.APIError as exc:
-        if got.events == 0:
-            got.status = exc.code
-        got.error_code = _error_code(exc)
-        got.error_message = exc.message or str(exc)
+                        "id": str(call.get("id") or ""), "name": str(call.get("name") or ""),
+                        "arguments": compact(call.get("args") or {})}
+                elif isinstance(part, dict) and part.get("thought"):
+                    got.reasoning += str(part.get("text") or "")
+                elif isinstance(part, dict):
+                    got.text += str(part.get("text") or "")
+            if candidate.get("finishReason") is not None:
+                got.finish = str(candidate["finishReason"])
     return got

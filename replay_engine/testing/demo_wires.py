@@ -1,6 +1,10 @@
-"""The demo agent's clients: one streamed call on each wire through its official SDK (openai chat
-completions, the anthropic SDK's Messages stream, the openai SDK's Responses stream, google-genai's
-Gemini stream), from one chat-completions history.
+"""The demo agent's clients: one streamed call on each wire (the openai SDK's chat completions and
+Responses streams; Anthropic Messages and Gemini streams spoken with httpx), from one
+chat-completions history.
+
+The openai SDK is a core dependency, the anthropic and google-genai SDKs are not: the two wires
+without a core SDK are spoken with httpx (core too), so every dialect the demo agent and the
+debugger offer works on a plain ``pip install``. The SDKs themselves are judged in tests/compat.
 
 Both demo drivers use it: the replay driver (``demo_agent``, every recorded call of a replay
 server) and the fixed conversation (``demo_conversation``, through a recording proxy).
@@ -14,7 +18,8 @@ from typing import Any, cast
 import httpx
 
 from ..errors import ConfigError, ServerUnreachableError
-from .demo_gemini import stream_gemini
+from .demo_anthropic import stream_messages
+from .demo_gemini import gemini_contents, stream_gemini
 from .demo_result import Streamed
 
 DEMO_DIALECTS = ("openai", "anthropic", "responses", "gemini")
@@ -53,29 +58,15 @@ class DemoClients:
 
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=f"{prefix}/v1",
                                          max_retries=0, timeout=60.0)
-        self.anthropic: Any = None
-        if dialect == "anthropic":
-            import anthropic
-
-            self.anthropic = anthropic.AsyncAnthropic(api_key=api_key, base_url=prefix,
-                                                      max_retries=0, timeout=60.0)
-        self.gemini: Any = None
-        if dialect == "gemini":
-            from google import genai
-            from google.genai import types
-
-            self.gemini = genai.Client(api_key=api_key, http_options=types.HttpOptions(
-                base_url=prefix, timeout=60_000))
+        self.api_key = api_key
+        self.http = httpx.AsyncClient(timeout=60.0)
+        """The Anthropic and Gemini wires' client (no retries: httpx makes none)."""
         self.model = "replay-demo"
 
     async def close(self) -> None:
         """Close every client."""
         await self.client.close()
-        if self.anthropic is not None:
-            await self.anthropic.close()
-        if self.gemini is not None:
-            await self.gemini.aio.aclose()
-            self.gemini.close()
+        await self.http.aclose()
 
     def pick_model(self, catalog: Any) -> None:
         """Use the first model of a provider catalog (``GET /v1/models``) when it lists one."""
@@ -85,52 +76,18 @@ class DemoClients:
 
     async def stream(self, session: str, messages: list[dict[str, Any]]) -> Streamed:
         """One streamed call on the agent's dialect; ``messages`` is the chat-completions history."""
-        if self.dialect == "anthropic":
-            return await self._stream_messages(session, messages)
-        if self.dialect == "responses":
-            return await self._stream_responses(session, messages)
-        if self.dialect == "gemini":
+        if self.dialect in ("anthropic", "gemini"):
             try:
-                return await stream_gemini(self.gemini, self.model, session, messages)
+                if self.dialect == "anthropic":
+                    return await stream_messages(self.http, self.prefix, self.api_key, self.model,
+                                                 session, messages_request(messages))
+                return await stream_gemini(self.http, self.prefix, self.api_key, self.model,
+                                           session, gemini_contents(messages))
             except httpx.TransportError as exc:
                 raise unreachable(self.server, exc, self.what) from None
+        if self.dialect == "responses":
+            return await self._stream_responses(session, messages)
         return await self._stream_chat(session, messages)
-
-    async def _stream_messages(self, session: str, messages: list[dict[str, Any]]) -> Streamed:
-        """``messages.stream(...)`` of the anthropic SDK; its final message is what counts."""
-        import anthropic
-
-        got = Streamed()
-        try:
-            async with self.anthropic.messages.stream(
-                model=self.model, max_tokens=1024, messages=messages_request(messages),
-                extra_headers={"X-Session-Id": session},
-            ) as stream:
-                async for _event in stream:
-                    got.events += 1
-                message = await stream.get_final_message()
-        except anthropic.APIConnectionError as exc:
-            raise unreachable(self.server, exc, self.what) from None
-        except anthropic.APIStatusError as exc:
-            body = exc.body if isinstance(exc.body, dict) else {}
-            error = body.get("error")
-            error = error if isinstance(error, dict) else {}
-            if exc.status_code >= 400:
-                got.status = exc.status_code
-            code = body.get("code")
-            got.error_code = str(code) if isinstance(code, str) and code else f"HTTP_{exc.status_code}"
-            got.error_message = str(error.get("message") or exc.message)
-            return got
-        for k, block in enumerate(message.content):
-            if block.type == "text":
-                got.text += block.text
-            elif block.type == "thinking":
-                got.reasoning += block.thinking
-            elif block.type == "tool_use":
-                got.tools[k] = {"id": block.id, "name": block.name,
-                                "arguments": json.dumps(block.input, separators=(",", ":"))}
-        got.finish = message.stop_reason
-        return got
 
     async def _stream_responses(self, session: str, messages: list[dict[str, Any]]) -> Streamed:
         """``responses.stream(...)`` of the openai SDK; the terminal event's response counts."""

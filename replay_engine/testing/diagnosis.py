@@ -32,6 +32,8 @@ class RefusedCall:
     call_index: int | None
     dialect: str | None = None
     """The wire the request arrived on (how its messages are read)."""
+    retry: bool = False
+    """The call was a client's retry (of the call before it, which failed as scripted)."""
 
 
 def _script_name(script: SessionScript) -> str:
@@ -69,8 +71,13 @@ def describe_refused(scripts: Sequence[SessionScript], refused: RefusedCall) -> 
         last = len(script.entries) - 1
         where = (f"its last recorded call is #{last}{_turn_step(scripts, si, last)}"
                  if last >= 0 else "the script records no call")
-        lines.append(f"  call: {who}: call #{ci} of script {si} ({_script_name(script)}): past "
-                     f"the recording; {where}")
+        if refused.retry and ci > 0:
+            lines.append(f"  call: {who}: a retry of call #{ci - 1} of script {si} "
+                         f"({_script_name(script)}), which failed as scripted; the recording has "
+                         f"no call after it")
+        else:
+            lines.append(f"  call: {who}: call #{ci} of script {si} ({_script_name(script)}): "
+                         f"past the recording; {where}")
         diff = _diff(scripts, si, ci, refused.messages, refused.dialect)
     if diff is not None:
         lines.append(f"  diff: {diff}")

@@ -25,6 +25,7 @@ from .replay_fixture import KEYLESS, DshReplay, run_id
 from .settings import Settings, add_options, check_debug_alone
 
 if TYPE_CHECKING:
+    from .intercept import Interception
     from .servers import ServerPool
 
 __all__ = ["KEYLESS", "MARKER", "DshReplay", "run_id"]
@@ -33,6 +34,7 @@ MARKER = "dsh_replay"
 _POOL = pytest.StashKey["ServerPool"]()
 _SETTINGS = pytest.StashKey[Settings]()
 _ACTIVE = pytest.StashKey[DshReplay]()
+_INTERCEPTION = pytest.StashKey["Interception"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,7 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop this process's servers."""
+    """Put httpx's transports back and stop this process's servers."""
+    interception: Interception | None = config.stash.get(_INTERCEPTION, None)
+    if interception is not None:
+        del config.stash[_INTERCEPTION]
+        interception.remove()
     pool = config.stash.get(_POOL, None)
     if pool is not None:
         del config.stash[_POOL]
@@ -66,6 +72,12 @@ def _pool(config: pytest.Config) -> ServerPool:
         from .servers import ServerPool
 
         pool = config.stash[_POOL] = ServerPool()
+        if not config.stash[_SETTINGS].socket:
+            from .intercept import Interception
+
+            interception = config.stash[_INTERCEPTION] = Interception(
+                pool.app_at, lambda: pool.loop.loop)
+            interception.install()
     return pool
 
 

@@ -83,12 +83,15 @@ class DshReplay(InProcessClients):
         self._runs[directory] = run
         if run.mode == "debug":
             _end_progress_line(self._request.config)
+        failure: str | None = None
         try:
             run.start(self._pool, self._settings, run_id(node.nodeid), self._ready_dir)
         except Exception as exc:
             del self._runs[directory]
             run.finish(self._pool)
-            pytest.fail(self._start_failure(directory, exc, run.mode), pytrace=False)
+            failure = self._start_failure(directory, exc, run.mode)
+        if failure is not None:  # failed outside the handler: reported once, not chained
+            pytest.fail(failure, pytrace=False)
         if len(self._runs) == 1:
             self._point_clients(run)
         return run
@@ -117,10 +120,13 @@ class DshReplay(InProcessClients):
                 from ..errors import ReplayError
                 from ..record.scrub import Scrubber
 
+                failure: str | None = None
                 try:
                     scrub = Scrubber.from_config(config, f"the {CONFIG_FIXTURE} fixture")
                 except ReplayError as exc:
-                    pytest.fail(f"dsh-replay: [{exc.code}] {exc.message}", pytrace=False)
+                    failure = f"dsh-replay: [{exc.code}] {exc.message}"
+                if failure is not None:  # outside the handler: reported once, not chained
+                    pytest.fail(failure, pytrace=False)
                 self._scrub = scrub if scrub.active else None
             self._scrub_read = True
         return self._scrub

@@ -147,7 +147,8 @@ class ScenarioRun:
         def observe(event: EngineEvent) -> None:
             if isinstance(event, ev.BindingFailed) and event.run == run:
                 refused.append(RefusedCall(event.session, event.code, event.message, event.messages,
-                                           event.script_index, event.call_index, event.dialect))
+                                           event.script_index, event.call_index, event.dialect,
+                                           event.retry))
 
         def begin() -> None:  # on the loop before any call of the test: no need to wait
             engine.forget(run)  # a rerun of the same test starts from a fresh run

@@ -6,6 +6,7 @@ the two other ways a test can be served: a recorder, or a debugger in its own pr
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import concurrent.futures
 import contextlib
@@ -53,7 +54,10 @@ class LoopThread:
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:  # the thread closes its own loop: an interrupted close() cannot leave it open
+            self.loop.close()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
@@ -96,11 +100,10 @@ class LoopThread:
 
     def close(self) -> None:
         """Stop the loop and join its thread."""
-        if self.loop.is_closed():
+        if self.loop.is_closed() or not self._thread.is_alive():
             return
         self.post(self.loop.stop)  # after what was queued later
-        self._thread.join()
-        self.loop.close()
+        self._thread.join()  # the thread closes the loop once it stops
 
 
 class Hosted:
@@ -175,9 +178,12 @@ class ServerPool:
 
     @property
     def loop(self) -> LoopThread:
-        """The background loop (started on first use)."""
+        """The background loop (started on first use). The pool is closed at interpreter exit
+        if nothing closed it before (an interrupted session, a worker stopped early), so no
+        server task or loop is left for the garbage collector to complain about."""
         if self._loop is None:
             self._loop = LoopThread()
+            atexit.register(self.close)
         return self._loop
 
     def server(self, directory: Path, bind: BindMode = "content") -> ReplayServer:
@@ -239,6 +245,7 @@ class ServerPool:
                 with contextlib.suppress(Exception):
                     await item.stop()
 
+        atexit.unregister(self.close)
         try:
             self._loop.run(stop_all())
         finally:

@@ -26,6 +26,8 @@ RECORD_SPELLINGS: dict[str, RecordMode] = {
 }
 """Every accepted ``--dsh-replay-record`` value and the mode it means."""
 STEP_MODES: tuple[str, ...] = get_args(StepMode)
+SOCKET_INI = "dsh_replay_socket"
+"""The ini key that serves every client over a socket (``--dsh-replay-socket``)."""
 SCENARIO_DIR_INI = "dsh_replay_scenario_dir"
 """The ini key that moves the default scenario root (``<test dir>/scenarios`` otherwise)."""
 DEFAULT_ROOT = "scenarios"
@@ -68,6 +70,12 @@ def add_options(parser: pytest.Parser) -> None:
                     metavar="SCRIPT:CALL",
                     help="with --dsh-replay-debug: a breakpoint the debugger starts with "
                          "(repeatable; numbered from 0 as the debugger shows them)")
+    group.addoption("--dsh-replay-socket", dest="dsh_replay_socket", action="store_true",
+                    help="serve every client over a socket: by default httpx and httpx2 clients "
+                         "of the test's process that call the plugin's servers are served in "
+                         "process, with no socket (clients in other processes always use one)")
+    parser.addini(SOCKET_INI, "true: as --dsh-replay-socket, no client is served in process",
+                  type="bool", default=False)
     parser.addini(SCENARIO_DIR_INI, "where @pytest.mark.dsh_replay with no path finds its "
                   "scenario: ROOT/<module>/<test name>/ (ROOT relative to the ini file; "
                   "default: scenarios/ beside each test file)", default="")
@@ -86,6 +94,9 @@ class Settings:
                                        if config.getoption("dsh_replay_debug") else None)
         """The debugger's start mode, or None when not debugging."""
         self.strict: bool = bool(config.getoption("dsh_replay_strict"))
+        self.socket: bool = bool(config.getoption("dsh_replay_socket")
+                                 or config.getini(SOCKET_INI))
+        """Serve every client over a socket (no in-process interception of httpx)."""
         self.base = Path(config.invocation_params.dir)
         root = str(config.getini(SCENARIO_DIR_INI) or "").strip()
         anchor = config.inipath.parent if config.inipath is not None else config.rootpath

@@ -274,6 +274,43 @@ class InProcess:
         return self._network
 
 
+def serve_sync(module: ModuleType, app: ASGIApp, request: Any,
+               loop: asyncio.AbstractEventLoop) -> Any:
+    """``module``'s response to ``request``, answered by ``app`` on ``loop`` (a sync client's
+    thread waits for it)."""
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    exchange = Exchange(app, asgi_scope(request), request.read(), loop, inbox.put)
+    answer = Answer(module, request, exchange)
+    exchange.start()
+    head, first = answer.head(answer.wait(inbox))
+    return answer.response(head, _flavour(module).sync_body(answer, first, inbox))
+
+
+async def serve_async(module: ModuleType, app: ASGIApp, request: Any,
+                      loop: asyncio.AbstractEventLoop) -> Any:
+    """``serve_sync`` for a client on an asyncio loop (not ``loop``, the servers' own)."""
+    mine = asyncio.get_running_loop()
+    inbox: asyncio.Queue[Any] = asyncio.Queue()
+
+    def deliver(item: list[Message] | Ended) -> None:
+        with contextlib.suppress(RuntimeError):  # the client's loop is closed: nobody reads
+            mine.call_soon_threadsafe(inbox.put_nowait, item)
+
+    exchange = Exchange(app, asgi_scope(request), await request.aread(), loop, deliver)
+    answer = Answer(module, request, exchange)
+    exchange.start()
+    try:
+        async with asyncio.timeout(answer.timeout):
+            item = await inbox.get()
+    except TimeoutError:
+        raise answer.timed_out() from None
+    except BaseException:
+        answer.close()  # a cancelled task leaves as a closed connection would
+        raise
+    head, first = answer.head(item)
+    return answer.response(head, _flavour(module).async_body(answer, first, inbox))
+
+
 class SyncTransport(InProcess):
     """A sync httpx transport (mixed into the module's BaseTransport)."""
 
@@ -281,12 +318,7 @@ class SyncTransport(InProcess):
         app = self.app_for(request)
         if app is None:
             return self.network("HTTPTransport").handle_request(request)
-        inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        exchange = Exchange(app, asgi_scope(request), request.read(), self.loop(), inbox.put)
-        answer = Answer(self.module, request, exchange)
-        exchange.start()
-        head, first = answer.head(answer.wait(inbox))
-        return answer.response(head, _flavour(self.module).sync_body(answer, first, inbox))
+        return serve_sync(self.module, app, request, self.loop())
 
     def close(self) -> None:
         if self._network is not None:
@@ -301,26 +333,7 @@ class AsyncTransport(InProcess):
         app = self.app_for(request)
         if app is None:
             return await self.network("AsyncHTTPTransport").handle_async_request(request)
-        mine = asyncio.get_running_loop()
-        inbox: asyncio.Queue[Any] = asyncio.Queue()
-
-        def deliver(item: list[Message] | Ended) -> None:
-            with contextlib.suppress(RuntimeError):  # the client's loop is closed: nobody reads
-                mine.call_soon_threadsafe(inbox.put_nowait, item)
-
-        exchange = Exchange(app, asgi_scope(request), await request.aread(), self.loop(), deliver)
-        answer = Answer(self.module, request, exchange)
-        exchange.start()
-        try:
-            async with asyncio.timeout(answer.timeout):
-                item = await inbox.get()
-        except TimeoutError:
-            raise answer.timed_out() from None
-        except BaseException:
-            answer.close()  # a cancelled task leaves as a closed connection would
-            raise
-        head, first = answer.head(item)
-        return answer.response(head, _flavour(self.module).async_body(answer, first, inbox))
+        return await serve_async(self.module, app, request, self.loop())
 
     async def aclose(self) -> None:
         if self._network is not None:

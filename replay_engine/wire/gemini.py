@@ -8,8 +8,11 @@ call (a max-tokens call sends ``args: {}``); a block's recorded ``index``, its b
 block-end, and a recorded finish's ``stopReason`` have no place on the wire; stop and
 tool-calls both finish ``STOP``. ``thoughtSignature`` is bytes in Gemini's clients: a recorded
 signature that is canonical base64 goes out unchanged, any other is sent base64-encoded (its
-UTF-8 bytes are what the client decodes). ``totalTokenCount`` is Google's sum (prompt,
-candidates and thoughts); ``usageMetadata`` is sent only when the call recorded usage.
+UTF-8 bytes are what the client decodes). A recorded ``outputTokens`` counts the reasoning
+tokens too, while Google counts thoughts beside the candidates: ``candidatesTokenCount`` is
+output minus reasoning and ``totalTokenCount`` prompt plus output, so a client adding
+candidates and thoughts gets the recorded output back; ``usageMetadata`` is sent only when
+the call recorded usage.
 
 Streamed, each recorded delta is one ``GenerateContentResponse`` event (``data: {...}``, no
 ``[DONE]``; a JSON array of them without ``alt=sse``); the last carries ``finishReason`` and
@@ -64,13 +67,18 @@ def error_body(message: str, code: str, status: int) -> dict[str, Any]:
 
 
 def usage_to_wire(usage: dict[str, Any]) -> dict[str, Any]:
-    """``usageMetadata`` of a recorded usage (cached and thought counts only when recorded)."""
+    """``usageMetadata`` of a recorded usage (cached and thought counts only when recorded).
+
+    ``outputTokens`` includes ``reasoningTokens``; Google's candidates do not include thoughts,
+    so candidates are output minus reasoning (never below 0) and the total is prompt + output.
+    """
     cache = count(usage.get("cacheReadTokens"))
     prompt = count(usage.get("inputTokens")) + cache
     output = count(usage.get("outputTokens"))
     thoughts = count(usage.get("reasoningTokens"))
-    wire: dict[str, Any] = {"promptTokenCount": prompt, "candidatesTokenCount": output,
-                            "totalTokenCount": prompt + output + thoughts}
+    wire: dict[str, Any] = {"promptTokenCount": prompt,
+                            "candidatesTokenCount": max(output - thoughts, 0),
+                            "totalTokenCount": prompt + output}
     if "cacheReadTokens" in usage:
         wire["cachedContentTokenCount"] = cache
     if "reasoningTokens" in usage:

@@ -5,6 +5,7 @@ chat-completions one."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -195,3 +196,20 @@ async def test_request_tab_compares_a_messages_call_with_the_recording() -> None
         await until(app, lambda: pane.request_rows == [
             ("≠", "tool: README.md\nlib\n", "tool: README.md\nsrc\n")], "the diff of call #1")
         assert any("call #1 started (chunks, anthropic)" in x for x in app.live_pane.lines)
+
+
+@pytest.mark.parametrize(("key", "dialect"), [("2", "anthropic"), ("4", "gemini")])
+async def test_the_demo_key_works_without_the_optional_sdks(
+        key: str, dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As after a plain `pip install .`: importing the anthropic or google-genai SDK fails.
+    for name in ("anthropic", "google", "google.genai"):
+        monkeypatch.setitem(sys.modules, name, None)
+    app = make_app(BASIC)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.press(key)
+        await until(app, lambda: any(x.startswith(f"demo agent ({dialect}) done")
+                                     for x in app.live_pane.lines), "the demo agent")
+        assert f"demo agent ({dialect}) done (consumed: True)" in app.live_pane.lines

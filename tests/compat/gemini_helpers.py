@@ -104,8 +104,9 @@ def expected(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         prompt = int(usage.get("inputTokens", 0)) + cache
         output = int(usage.get("outputTokens", 0))
         thoughts = int(usage.get("reasoningTokens", 0))
-        wire = {"prompt_token_count": prompt, "candidates_token_count": output,
-                "total_token_count": prompt + output + thoughts}
+        # outputTokens counts reasoning; Google counts thoughts beside the candidates.
+        wire = {"prompt_token_count": prompt, "candidates_token_count": max(output - thoughts, 0),
+                "total_token_count": prompt + output}
         if "cacheReadTokens" in usage:
             wire["cached_content_token_count"] = cache
         if "reasoningTokens" in usage:

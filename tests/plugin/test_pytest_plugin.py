@@ -159,6 +159,7 @@ def test_a_binding_error_names_the_call_its_turn_step_and_the_diff(project: pyte
     assert "ConflictError" in extra  # the test's own failure, then the replay's account of it
     assert "binding error SCRIPT_EXHAUSTED: script exhausted — session requested model call #3 " \
            "but its script has only 2" in extra
+    assert "counting from 0 as the debugger does: call #2, past calls #0 to #1]" in extra
     # calls are numbered from 0, as the engine and the debugger number them
     assert ("call: the anonymous session: call #2 of script 0 (session.jsonl): past the "
             "recording; its last recorded call is #1 (turn/step 1/2)") in extra

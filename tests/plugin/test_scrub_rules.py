@@ -69,7 +69,7 @@ def test_hooks_get_copies_and_apply_to_live_requests_too() -> None:
     def read(value: dict[str, Any]) -> list[RequestMessage]:
         return [RequestMessage(m["role"], m["content"], None, m) for m in value["messages"]]
 
-    assert [m.content for m in scrub.messages(read, body)] == ["I am PERSON"]
+    assert [m.text for m in scrub.messages(read, body)] == ["I am PERSON"]
     assert body["messages"][0]["content"] == "I am Alice"
     assert scrub.live(body["messages"]) == [{"role": "user", "content": "I am PERSON"}]
     messages = {"system": "s", "messages": [{"role": "user", "content": "Alice"}]}

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,13 @@ class Answer:
     """Send ``body`` (may be empty: no head at all), then nothing more until the client goes."""
     gate: asyncio.Event | None = None
     """Wait for this before answering."""
+    pace: float = 0.0
+    """Seconds waited before each piece and before the end of the body (as a real network
+    splits an answer into TCP segments)."""
+    tail: float | None = None
+    """Seconds waited before the end of the body (default ``pace``)."""
+    source: Callable[[], Iterator[bytes]] | None = None
+    """Pieces made as they are sent (an endless body, a bomb), chunked after the head."""
 
     def wire(self) -> tuple[bytes, list[bytes]]:
         """The bytes of the head (+ whole body) and the chunked pieces."""
@@ -36,13 +44,13 @@ class Answer:
             return b"", []
         head = f"HTTP/1.1 {self.status} X\r\n".encode()
         headers = dict(self.headers)
-        if self.pieces or self.silent:
+        if self.pieces or self.silent or self.source is not None:
             headers.setdefault("transfer-encoding", "chunked")
         else:
             headers["content-length"] = str(len(self.body))
         headers.setdefault("connection", "close")
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1") + b"\r\n"
-        if self.pieces or self.silent:
+        if self.pieces or self.silent or self.source is not None:
             return head, ([self.body] if self.body else []) + self.pieces
         return head + self.body, []
 
@@ -60,6 +68,13 @@ def sse(events: list[Any], *, done: bool = True, status: int = 200,
         lines.append(b"data: [DONE]\n\n")
     return Answer(status, {"content-type": "text/event-stream", **(headers or {})},
                   b"".join(lines))
+
+
+def paced(answer: Answer, seconds: float = 0.003, tail: float | None = None) -> Answer:
+    """``answer`` with each event sent as its own piece ``seconds`` after the one before, and
+    the end of its body ``tail`` (default ``seconds``) after the last event."""
+    events = [e + b"\n\n" for e in answer.body.split(b"\n\n") if e]
+    return Answer(answer.status, dict(answer.headers), b"", events, pace=seconds, tail=tail)
 
 
 def named_sse(events: list[tuple[str, Any]]) -> Answer:
@@ -154,15 +169,24 @@ class FakeUpstream:
                 await answer.gate.wait()
             data, pieces = answer.wire()
             writer.write(data)
-            for piece in pieces:
+            for piece in itertools.chain(pieces, answer.source() if answer.source else ()):
+                if answer.pace:
+                    await writer.drain()
+                    await asyncio.sleep(answer.pace)
                 writer.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                if answer.source is not None:
+                    await writer.drain()
             if answer.silent:
                 await writer.drain()
                 if not await reader.read(1):  # EOF: the recorder let go of the connection
                     self.closed_by_client += 1
                     self._changed.set()
                 return
-            if pieces:
+            if pieces or answer.source is not None:
+                tail = answer.pace if answer.tail is None else answer.tail
+                if tail:
+                    await writer.drain()
+                    await asyncio.sleep(tail)
                 writer.write(b"0\r\n\r\n")
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -3,8 +3,11 @@ forwarded is in a log (finished, or as the failure it was), the scenario valid."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +77,14 @@ def logged_calls(directory: Path) -> list[Logged]:
                 error = data.get("error")
                 current.code = error["code"] if isinstance(error, dict) else None
     return out
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll ``predicate`` until it holds (AssertionError past ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.005)
 
 
 def assert_valid(directory: Path, *, child_problems: int = 0) -> None:

@@ -180,16 +180,15 @@ def test_request_messages_of_both_wires_split_user_text_from_tool_results() -> N
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t1", "content": "a b"},
             {"type": "text", "text": "and now?"}]}]})
-    assert [(m.role, m.content, m.call_id) for m in messages] == [
-        ("user", "hi", None), ("assistant", [{"type": "tool_use", "id": "t1", "name": "ls",
-                                              "input": {}}], None),
-        ("tool", "a b", "t1"), ("user", [{"type": "text", "text": "and now?"}], None)]
+    assert [(m.role, m.text, m.call_id) for m in messages] == [
+        ("system", "be brief", None), ("user", "hi", None), ("assistant", "", None),
+        ("tool", "a b", "t1"), ("user", "and now?", None)]
     items = OPENAI_RESPONSES.messages({"instructions": "be brief", "input": [
         {"role": "developer", "content": "rules"}, {"role": "user", "content": "hi"},
         {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "a b"}]})
     assert [(m.role, m.call_id) for m in items] == [
-        ("system", None), ("user", None), ("assistant", None), ("tool", "c1")]
-    assert items[3].content == "a b"
+        ("system", None), ("system", None), ("user", None), ("assistant", None), ("tool", "c1")]
+    assert items[4].text == "a b"
     first = OPENAI_RESPONSES.messages({"input": "hi"})
-    assert first[0].raw == items[1].raw  # a string input is the user item the next call repeats
+    assert first[0].raw == items[2].raw  # a string input is the user item the next call repeats

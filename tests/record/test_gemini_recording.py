@@ -64,7 +64,7 @@ EXPECTED = [
     {"type": "block-end", "index": 1, "block": {"type": "text", "text": "Checking"}},
     {"type": "block-end", "index": 2,
      "block": {"type": "tool-call", "id": "call-1", "name": "ls", "arguments": '{"path":"."}'}},
-    {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 7, "cacheReadTokens": 2,
+    {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 10, "cacheReadTokens": 2,
                                 "reasoningTokens": 3}},
     {"type": "finish", "reason": {"kind": "tool-calls"}},
 ]

@@ -37,15 +37,25 @@ COMPLETION = {"object": "chat.completion", "choices": [
 STOP = chunk({}, "stop")
 
 CASES: list[tuple[str, str, Answer, str | None]] = [
-    ("choices-5", CHAT, sse([{"choices": 5}, chunk({"content": "ok"}), STOP]), None),
-    ("tool-calls-5", CHAT, sse([chunk({"tool_calls": 5}), STOP]), None),
+    ("choices-5", CHAT, sse([{"choices": 5}, chunk({"content": "ok"}), STOP]),
+     "INVALID_RESPONSE"),
+    ("tool-calls-5", CHAT, sse([chunk({"tool_calls": 5}), STOP]), "INVALID_RESPONSE"),
     ("function-string", CHAT, sse([chunk({"tool_calls": [
-        {"index": 0, "id": "t", "function": "x"}]}), STOP]), None),
+        {"index": 0, "id": "t", "function": "x"}]}), STOP]), "INVALID_RESPONSE"),
     ("index-list", CHAT, sse([chunk({"tool_calls": [
         {"index": [1], "id": "t", "function": TOOL}]}), STOP]), None),
-    ("delta-list", CHAT, sse([{"choices": [{"delta": [1], "finish_reason": [2]}]}, STOP]), None),
+    ("delta-list", CHAT, sse([{"choices": [{"delta": [1], "finish_reason": [2]}]}, STOP]),
+     "INVALID_RESPONSE"),
     ("usage-nan", CHAT, sse(['{"choices":[],"usage":{"prompt_tokens":NaN,'
                              '"completion_tokens":1e999}}', STOP]), None),
+    ("content-5", CHAT, sse([chunk({"content": 5}), STOP]), "INVALID_RESPONSE"),
+    ("chunk-list", CHAT, sse([[chunk({"content": "a"})], STOP]), "INVALID_RESPONSE"),
+    ("chunk-null", CHAT, sse(["null", STOP]), "INVALID_RESPONSE"),
+    ("completion-content-5", CHAT, json_body({"choices": [{"message": {"content": 5}}]}),
+     "INVALID_RESPONSE"),
+    ("completion-choices-string", CHAT, json_body({"choices": "x"}), "INVALID_RESPONSE"),
+    ("completion-list", CHAT, json_body([COMPLETION]), "INVALID_RESPONSE"),
+    ("completion-null", CHAT, json_body(None), "INVALID_RESPONSE"),
     ("deep-event", CHAT, sse([deep(5000)]), "INVALID_RESPONSE"),
     ("not-json-event", CHAT, sse(["{not json"]), "INVALID_RESPONSE"),
     ("binary-event", CHAT, Answer(200, {"content-type": "text/event-stream"},
@@ -57,9 +67,9 @@ CASES: list[tuple[str, str, Answer, str | None]] = [
                                          "content-encoding": "br"}, b"\x0b\x02"),
      "INVALID_RESPONSE"),
     ("completion-choices-5", CHAT, json_body({"choices": 5}), "INVALID_RESPONSE"),
-    ("completion-choice-5", CHAT, json_body({"choices": [5]}), None),
+    ("completion-choice-5", CHAT, json_body({"choices": [5]}), "INVALID_RESPONSE"),
     ("completion-function-x", CHAT, json_body({"choices": [{"message": {
-        "tool_calls": [{"id": "t", "function": "x"}, 7]}}]}), None),
+        "tool_calls": [{"id": "t", "function": "x"}, 7]}}]}), "INVALID_RESPONSE"),
     ("completion-deep", CHAT, json_body(None, raw=deep(5000).encode()), "INVALID_RESPONSE"),
     ("completion-gzip", CHAT, json_body(COMPLETION, gzipped=True), None),
     ("completion-bad-gzip", CHAT, Answer(200, {"content-type": "application/json",

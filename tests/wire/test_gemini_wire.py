@@ -68,8 +68,9 @@ async def test_text_thoughts_calls_and_usage_reach_the_client(tmp_path: Path,
     assert fold(streamed) == want
     assert fold([created]) == want
     assert want["runs"][0] == {"kind": "reasoning", "text": "Think twice.", "signature": b"signed"}
-    assert want["usage"] == {"prompt_token_count": 16, "candidates_token_count": 7,
-                             "total_token_count": 26, "cached_content_token_count": 4,
+    # outputTokens 7 counts the 3 reasoning tokens: 4 candidates beside 3 thoughts
+    assert want["usage"] == {"prompt_token_count": 16, "candidates_token_count": 4,
+                             "total_token_count": 23, "cached_content_token_count": 4,
                              "thoughts_token_count": 3}
     # One response per recorded delta; the signature rides on the thought run's last part.
     thoughts = [r.candidates[0].content.parts[0] for r in streamed[:2]]

@@ -42,7 +42,8 @@ async def test_native_route_streams_the_loaded_script_line_for_line(samples: Pat
     assert status == 409
     assert body == [{"error": {
         "message": "script exhausted — session requested model call #3 but its script has only 2 "
-                   "[session a, script 0, run default]",
+                   "[session a, script 0, run default; counting from 0 as the debugger does: "
+                   "call #2, past calls #0 to #1]",
         "type": "replay_error", "code": "SCRIPT_EXHAUSTED"}}]
 
 

@@ -56,8 +56,8 @@ def test_serve_subprocess_driven_by_the_sdk_then_sigterm(tmp_path: Path, samples
                                 "(turn/step 1/1): user message 1: recorded 'What files are in "
                                 "the workspace? Then say hello.', live 'hi'"]
     assert err.splitlines() == [
-        "session agent-1 script 0 call 1/2: finished (10 chunks)",
-        "session agent-1 script 0 call 2/2: finished (6 chunks)",
+        "session agent-1 script 0 call #0 of 2: finished (10 chunks)",
+        "session agent-1 script 0 call #1 of 2: finished (6 chunks)",
     ]
 
 
@@ -82,7 +82,8 @@ def test_serve_exits_3_when_not_consumed_and_warns_off_loopback(samples: Path) -
 
 @pytest.mark.parametrize(("name", "text", "wanted"), [
     ("bad.json", '{"providers": [{"id": "p", "models": [{"id": "m", "contextWindow": 0}]}]}',
-     "providers[0].models[0].contextWindow: Input should be greater than 0"),
+     "providers[0].models[0].contextWindow (provider 'p', model 'm'): Input should be greater "
+     "than 0"),
     ("bad.json", '{"paceMs": -1}', "paceMs: Input should be greater than or equal to 0"),
     ("bad.json", '{"providers": [}', "line 1, column 16: not valid JSON"),
     ("bad.toml", "paceMs = [", "not valid TOML"),

@@ -126,7 +126,7 @@ async def test_retried_requests_are_marked_in_journal_events_and_serve_log(
     assert (started, failed) == ([False, True], [True])
     lines = capsys.readouterr().err.splitlines()
     assert [line.endswith(RETRY_MARK) for line in lines] == [False, True, True]
-    assert "call 2/2: finished" in lines[1] and "refused SCRIPT_EXHAUSTED" in lines[2]
+    assert "call #1 of 2: finished" in lines[1] and "refused SCRIPT_EXHAUSTED" in lines[2]
 
 
 async def test_the_role_chunk_goes_out_before_the_step_gate(tmp_path: Path) -> None:

@@ -17,6 +17,9 @@ EXIT_NOT_CONSUMED = 3
 EXIT_NOT_SERVING = 4
 """The debugger could not listen on its port, so nothing was served."""
 
+VERDICT_WAITING = "waiting for the agent"
+"""A run nobody has called yet: no verdict until a call arrives or the replay ends."""
+
 
 def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""

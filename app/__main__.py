@@ -51,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "as the scripts pane shows (0:0 is the primary's first call); repeatable")
     p.add_argument("--verdict-file", default=None, metavar="FILE",
                    help="on quit, also write the default run's verdict as JSON to FILE "
-                   "(atomically): its problems, SPEC 5's unconsumed ones apart, and its journal; "
-                   "pytest --dsh-replay-debug reads it")
+                   "(atomically): its problems, the unconsumed ones (docs/format.md#binding) apart, "
+                   "and its journal; pytest --dsh-replay-debug reads it")
     p.add_argument("--record", action="store_true",
                    help="record first: proxy the agent's calls to --upstream into SCENARIO (as "
                    "dsh-replay record does), show them as they are recorded, and on s load the "

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual.app import App
 
 from replay_engine import (
     DEFAULT_RUN,
@@ -30,7 +31,10 @@ from .record_mode import report_text, session_label
 from .screens.review import ReviewScreen
 
 if TYPE_CHECKING:
-    from .app import ReplayApp
+    from replay_engine import ReplayEngine
+
+    from .screens.main import MainScreen
+    from .widgets.scripts_view import ScriptsView
 
 Log = Callable[[str | Text], None]
 
@@ -151,7 +155,7 @@ class LiveFrom:
         self.changed()
 
 
-def live_target(app: ReplayApp) -> tuple[int, int] | None:
+def live_target(app: LiveFromKeys) -> tuple[int, int] | None:
     """The call ``L`` acts on: the selected one, else the followed run's first divergence."""
     selected = app.scripts_view.selected()
     if selected is not None and selected[1] is not None:
@@ -160,11 +164,25 @@ def live_target(app: ReplayApp) -> tuple[int, int] | None:
 
 
 class LiveFromKeys:
-    """The app's keys for going live (mixed into ReplayApp)."""
+    """The app's keys for going live (mixed into the App, which sets what is declared here)."""
 
     live_from: LiveFrom | None
+    server: ReplayServer | None
+    main: MainScreen
 
-    def _live_ready(self: ReplayApp) -> LiveFrom | None:  # type: ignore[misc]
+    if TYPE_CHECKING:  # the App's own properties and action
+        @property
+        def scenario(self) -> Scenario | None: ...
+        @property
+        def engine(self) -> ReplayEngine: ...
+        @property
+        def run_name(self) -> str: ...
+        @property
+        def scripts_view(self) -> ScriptsView: ...
+        def action_reload(self) -> None: ...
+
+    def _live_ready(self) -> LiveFrom | None:
+        assert isinstance(self, App)
         live = self.live_from
         if live is None:
             self.notify("Going live needs --upstream URL (without --record).", severity="warning")
@@ -176,9 +194,10 @@ class LiveFromKeys:
             live.start(self.server, self.scenario)
         return live
 
-    def watch_divergence(self: ReplayApp) -> None:  # type: ignore[misc]
+    def watch_divergence(self) -> None:
         """Preselect the first call of the followed run that leaves the recording, so ``L``
         goes live from it (the selection stays the user's once they picked a call)."""
+        assert isinstance(self, App)
         def seen(event: ev.EngineEvent) -> None:
             if not isinstance(event, ev.CallStarted) or event.run != self.run_name:
                 return
@@ -189,13 +208,14 @@ class LiveFromKeys:
 
         self.engine.subscribe(seen, chunks=False)
 
-    def _preselect(self: ReplayApp, script: int, call: int) -> None:  # type: ignore[misc]
+    def _preselect(self, script: int, call: int) -> None:
         selected = self.scripts_view.selected()
         if selected is None or selected[1] is None:
             self.scripts_view.select(script, call)
 
-    def action_go_live(self: ReplayApp) -> None:  # type: ignore[misc]
+    def action_go_live(self) -> None:
         """Go live from the selected call (the first diverged one when none is selected)."""
+        assert isinstance(self, App)
         live = self._live_ready()
         if live is None:
             return
@@ -216,8 +236,9 @@ class LiveFromKeys:
                else "it goes to the upstream when the agent asks for it"), style="bold"))
         self.main.request_flush()
 
-    async def action_review_live(self: ReplayApp) -> None:  # type: ignore[misc]
+    async def action_review_live(self) -> None:
         """Stop going live and review the new calls before keeping or discarding them."""
+        assert isinstance(self, App)
         live = self.live_from
         if live is None or not live.active:
             self.notify("Nothing went live yet (L on a call, or --from-divergence).",
@@ -239,7 +260,7 @@ class LiveFromKeys:
 
         self.push_screen(ReviewScreen(diff_scenarios(old, new), problems), ended)
 
-    def _review_ended(self: ReplayApp, keep: bool) -> None:  # type: ignore[misc]
+    def _review_ended(self, keep: bool) -> None:
         live = self.live_from
         assert live is not None
         if not keep:

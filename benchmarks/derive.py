@@ -181,7 +181,8 @@ def corpus_shape(mb: int, reps: int) -> None:
 
 
 def v4_shape(mb: int, reps: int) -> None:
-    """The current generation: settlements with their streams (SPEC 2b), same measurements."""
+    """The current generation: settlements with their streams (docs/format.md#generations), same
+    measurements."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     from conftest import conformance_gen_dir  # the tests' lookup of ../shared/conformance-gen
 
@@ -377,9 +378,9 @@ def packed_shape(args: argparse.Namespace) -> None:
 
 
 def packed_generations(mb: int, reps: int) -> None:
-    """The packed log beside its v4 rendering (the same calls as settlement events, SPEC 2b):
-    ``check_log`` in-process and the whole ``dsh-replay validate`` process, each against an
-    orjson-per-line read of its own file, all interleaved round by round."""
+    """The packed log beside its v4 rendering (the same calls as settlement events,
+    docs/format.md#generations): ``check_log`` in-process and the whole ``dsh-replay validate`` process, each
+    against an orjson-per-line read of its own file, all interleaved round by round."""
     scenario = DATA / f"scenario-{mb}mb-v{GEN_VERSION}"
     log = ensure_log(scenario / "session.jsonl", mb * MB)
     v4_scenario = DATA / f"packed-v4-{mb}mb-v{GEN_VERSION}"

@@ -348,8 +348,9 @@ def ensure_generation_log(path: Path, target_bytes: int, corpus: Path, generatio
 def write_packed_v4(source: Path, path: Path) -> dict[str, int]:
     """The same session as the v0 log ``source`` (from ``write_log``), written as generation 4:
     each model call's chunk lines and packed rows become the stream records of one settlement
-    event (SPEC 2b.4), which takes the place of the call's ``assistant/message`` line (an
-    error-finished call settles as ``assistant/attempt``); every other line is kept as is."""
+    event (docs/format.md#settlement-streams), which takes the place of the call's
+    ``assistant/message`` line (an error-finished call settles as ``assistant/attempt``); every other line is
+    kept as is."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     size = lines = 0

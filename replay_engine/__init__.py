@@ -99,6 +99,7 @@ if TYPE_CHECKING:
         EXIT_NOT_SERVING as EXIT_NOT_SERVING,
         EXIT_OK as EXIT_OK,
         EXIT_USAGE as EXIT_USAGE,
+        VERDICT_WAITING as VERDICT_WAITING,
         divergence_note as divergence_note,
         run_verdict as run_verdict,
         summarize_entry as summarize_entry,

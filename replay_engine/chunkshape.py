@@ -16,7 +16,7 @@ CHUNK_SHAPES: dict[str, tuple[str, type, bool]] = {
 }
 """Per chunk type, the text field every wire dialect streams, its JSON type, and whether null
 is allowed: a recorded chunk whose text is not a string could not be served. (A ``block``,
-``usage`` or ``reason`` that is not an object is served as if absent: SPEC 4a accepts any
+``usage`` or ``reason`` that is not an object is served as if absent: docs/format.md#edge-cases accepts any
 non-null ``rawOutput`` block and any ``usage`` value from a compaction.)"""
 
 TEXT_FIELDS: dict[str, str] = {kind: shape[0] for kind, shape in CHUNK_SHAPES.items()}

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
 UNFINISHED_CALL = "UNFINISHED_CALL"
-"""DerivationError: a call of the log never finished while it was recorded (SPEC 3)."""
+"""DerivationError: a call of the log never finished while it was recorded
+(docs/format.md#deriving-scripts)."""
 
 READY_FILE = "READY_FILE"
 """InputError: a hang entry's readyFile exists with content or cannot be created."""
@@ -94,7 +95,7 @@ SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
 GONE_LIVE = "GONE_LIVE"
 """A call a run hands to its upstream instead of the recording (``record --from-divergence``)."""
 BINDING_CODES = frozenset({UNRECORDED_SESSION, SCRIPT_EXHAUSTED})
-"""Error codes of calls the server could not bind to a script (SPEC 5)."""
+"""Error codes of calls the server could not bind to a script (docs/format.md#binding)."""
 
 
 MAX_LISTED_PROBLEMS = 50

@@ -1,4 +1,4 @@
-"""JSON number rules shared by the log readers and the models (SPEC 4a), free of pydantic.
+"""JSON number rules shared by the log readers and the models (docs/format.md#edge-cases), free of pydantic.
 
 Kept apart so that reading a log (``dsh-replay validate``) does not import the models.
 """

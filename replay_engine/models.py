@@ -42,7 +42,7 @@ CHUNK_TYPES: frozenset[str] = frozenset(
         "finish",
     }
 )
-"""Chunk ``type`` values a sidecar entry may carry (SPEC section 4)."""
+"""Chunk ``type`` values a sidecar entry may carry (docs/format.md#override-sidecar)."""
 
 Origin = Literal["derived", "patched", "replaced", "appended"]
 """Where a loaded entry came from: the log, a patch over it, a bare-list sidecar, or a patch
@@ -157,8 +157,8 @@ class ThrowEntry(_Strict):
     code: Text
     """The failure code, e.g. AUTH, RATE_LIMIT, SERVER, HTTP_503."""
     accepted: StrictBool | None = None
-    """The harness's mark that the failure was expected (SPEC 2b.6: kept, changes nothing on
-    the wire; only in scenarios read by generation)."""
+    """The harness's mark that the failure was expected (docs/format.md#v2-scripts-sidecar-headers: kept,
+    changes nothing on the wire; only in scenarios read by generation)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -191,7 +191,7 @@ AnyEntry = ChunksEntry | ThrowEntry | HangEntry
 
 
 def entry_to_json(entry: AnyEntry) -> dict[str, Any]:
-    """The SPEC section 4 JSON form of an entry (exact keys, chunks untouched)."""
+    """The JSON form of an entry (docs/format.md#override-sidecar: exact keys, chunks untouched)."""
     if isinstance(entry, ChunksEntry):
         return {"kind": "chunks", "chunks": entry.chunks}
     if isinstance(entry, ThrowEntry):
@@ -227,7 +227,7 @@ class OverrideDocument(_Strict):
 
 
 class ModelConfig(_Strict):
-    """One model a replay provider advertises (SPEC section 7)."""
+    """One model a replay provider advertises (docs/format.md#provider-catalog)."""
 
     id: NonEmptyStr
     """Model id the agent requests."""
@@ -367,7 +367,7 @@ class ScriptEntry:
     """Recorded time (ms) of each chunk of a derived call, for recorded pacing."""
 
     def to_json(self, *, with_origin: bool = False) -> dict[str, Any]:
-        """SPEC JSON of the entry, optionally with its origin."""
+        """The scenario format's JSON of the entry, optionally with its origin."""
         out = entry_to_json(self.entry)
         if with_origin:
             out["origin"] = self.origin

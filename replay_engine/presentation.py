@@ -17,6 +17,9 @@ EXIT_NOT_CONSUMED = 3
 EXIT_NOT_SERVING = 4
 """The debugger could not listen on its port, so nothing was served."""
 
+VERDICT_WAITING = "waiting for the agent"
+"""A run nobody has called yet: no verdict until a call arrives or the replay ends."""
+
 
 def summarize_entry(item: ScriptEntry, width: int = 60) -> dict[str, Any]:
     """Kind, chunk count, finish reason and a one-line text/tool summary of one call."""
@@ -104,9 +107,10 @@ def verdict_text(problems: list[str], scripts: int, run: str | None = None) -> s
 
 
 def run_verdict(engine: ReplayEngine, run: str) -> dict[str, Any]:
-    """One run's verdict as JSON: every problem, SPEC 5's ``unconsumed`` ones apart, the first
-    divergence and the journal (what ``dsh-replay-tui --verdict-file`` writes on quit, and
-    the pytest plugin reads once the debugger let go)."""
+    """One run's verdict as JSON: every problem, the ``unconsumed`` ones
+    (docs/format.md#binding) apart, the first divergence and the journal (what
+    ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin reads once the
+    debugger let go)."""
     return {"run": run, "problems": engine.verdict_problems(run),
             "unconsumed": engine.consumed_problems(run),
             "firstDivergence": engine.first_divergence_json(run),

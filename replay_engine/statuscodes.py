@@ -1,5 +1,5 @@
-"""Failure codes and HTTP statuses, both directions (SPEC 8.1): one table for every wire and
-the recorder.
+"""Failure codes and HTTP statuses, both directions (docs/format.md#wire-openai-chat): one table for every
+wire and the recorder.
 
 The replay server answers a scripted throw with the status a client maps back to its code;
 the recorder turns an upstream's error status back into the code it records. Both read
@@ -46,7 +46,8 @@ for _code, _status in STATUS_BY_CODE.items():
 
 
 def status_for_code(code: str) -> int:
-    """The HTTP status a client maps back to ``code`` (SPEC 8.1: ``HTTP_<n>`` is n; else 500)."""
+    """The HTTP status a client maps back to ``code`` (docs/format.md#wire-openai-chat: ``HTTP_<n>`` is n;
+    else 500)."""
     status = STATUS_BY_CODE.get(code)
     if status is not None:
         return status

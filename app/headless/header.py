@@ -11,11 +11,15 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from replay_engine import Pace, RunState
+from replay_engine import VERDICT_WAITING, Pace, RunState
 
 GAP = "  "
 MIN_PATH = 12
 """A path is never cut below this many cells (``…`` and the tail of the directory name)."""
+PATH_ROOM = 24
+"""Cells the path keeps before the segments ahead of it are cut or dropped to make room."""
+MIN_KEPT = 16
+"""A segment before the path that would keep this many cells is cut at its end, not dropped."""
 
 
 def pace_label(pace: Pace) -> str:
@@ -33,6 +37,11 @@ class Line:
 
     segments: tuple[Text, ...]
     path: int | None = None
+    flexible: int | None = None
+    """The index of a segment ahead of the path that may lose its end (a long note) to make
+    room for the path; every other segment is kept whole or dropped."""
+    path_room: int = 0
+    """Cells the path keeps before segments ahead of it give way (MIN_PATH when 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,8 @@ def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
         flags.append(Text(f"diverged at #{call}{of}", style="bold red"))
     if not f.loaded:
         flags.append(Text("nothing loaded", style="bold red"))
+    elif not state.bindings and not state.refused and not f.flight and not state.consumed:
+        flags.append(Text(VERDICT_WAITING))
     elif state.consumed and not f.flight:
         flags.append(Text("consumed ✓", style="bold green"))
     elif state.consumed:
@@ -104,7 +115,8 @@ def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
     if state.pace.mode == "recorded" and f.untimed:
         pace.append(f" — {', '.join(f.untimed)}: no recorded times, so no gaps", style="yellow")
     where += [pace, Text(f.url, style="underline"), Text(f.scenario, style="bold cyan")]
-    return Line(tuple(flags)), Line(tuple(where), path=len(where) - 1)
+    return Line(tuple(flags)), Line(tuple(where), path=len(where) - 1, flexible=1,
+                                      path_room=PATH_ROOM)
 
 
 def record_lines(f: RecordFacts) -> tuple[Line, Line]:
@@ -124,18 +136,54 @@ def _short(text: str, width: int) -> str:
 
 
 def fit(line: Line, width: int) -> Text:
-    """``line`` within ``width`` cells: the path segment loses its start first (down to
-    MIN_PATH), then whole segments go from the end, the cut marked with ``…``."""
+    """``line`` within ``width`` cells: whole segments go from the end, the cut marked with
+    ``…``. A path (always the last segment) goes never: it loses its start, keeping at least
+    its ``path_room`` while segments ahead of it can give way (the flexible one loses its end
+    first), MIN_PATH while the first segment can."""
     segments = list(line.segments)
     total = _width(segments)
     if total <= width or width < 2:
         return _join(segments)
-    if line.path is not None:
-        path = segments[line.path]
-        excess = total - width
-        keep = max(path.cell_len - excess - 1, MIN_PATH - 1)
-        if keep < path.cell_len - 1:
-            segments[line.path] = Text.assemble("…", path[path.cell_len - keep:])
+    if line.path is None:
+        return _drop_from_end(segments, width)
+    full = segments[line.path]
+    want = min(line.path_room or MIN_PATH, full.cell_len)
+    kept = list(range(line.path))
+    dropped = False
+    while True:
+        rest = [segments[i] for i in kept] + ([Text("…")] if dropped else [])
+        room = width - _width(rest) - len(GAP)
+        if room >= want or len(kept) < 2:
+            break
+        last = kept[-1]
+        if last == line.flexible and segments[last].cell_len - (want - room) >= MIN_KEPT:
+            segments[last] = segments[last].copy()  # a long note loses its end only
+            segments[last].truncate(segments[last].cell_len - (want - room), overflow="ellipsis")
+            continue
+        kept.pop()
+        dropped = True
+    head = [segments[i] for i in kept]
+    if dropped and not head[-1].plain.endswith("…"):
+        head.append(Text("…"))
+    room = width - _width(head) - len(GAP)
+    if room < min(MIN_PATH, full.cell_len):  # the first segment gives way last
+        head = [segments[0].copy()]
+        head[0].truncate(max(width - len(GAP) - MIN_PATH, 1), overflow="ellipsis")
+        room = width - _width(head) - len(GAP)
+    text = _join([*head, _cut_start(full, room, floor=2)])
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def _cut_start(path: Text, keep: int, floor: int = MIN_PATH) -> Text:
+    """``path`` in ``keep`` cells (never fewer than ``floor``), its start replaced by ``…``."""
+    keep = max(keep, floor) - 1
+    if keep >= path.cell_len - 1:
+        return path
+    return Text.assemble("…", path[path.cell_len - keep:])
+
+
+def _drop_from_end(segments: list[Text], width: int) -> Text:
     while len(segments) > 1 and _width(segments) > width:
         segments.pop()
         if _width(segments) + len(GAP) + 1 <= width:

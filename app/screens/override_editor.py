@@ -122,6 +122,10 @@ class OverrideEditorScreen(ModalScreen[bool]):
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # Textual sets the breakpoint class on the first resize, after the first paint: set it
+        # now, so the first paint is already the final layout (frames or none).
+        width = self.app.size.width
+        self.add_class([name for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at][-1])
         with Vertical(id="oe-root"):
             yield Static(id="oe-title")
             if self.is_child:

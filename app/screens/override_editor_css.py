@@ -17,7 +17,9 @@ OverrideEditorScreen { align: center middle; }
 .oe-hint { height: auto; margin-top: 1; color: $text-muted; }
 #oe-index, #oe-prefix { width: 6; }
 #oe-code { width: 20; }
-#oe-json { height: 1fr; min-height: 7; margin-top: 1; border: round $primary; }
+#oe-json {
+    height: 1fr; min-height: 7; margin-top: 1; border: round $primary; overflow-x: scroll;
+}
 #oe-json:focus { border: round $accent; }
 #oe-json-status { height: auto; max-height: 3; }
 #oe-json-status.invalid { color: $error; }
@@ -33,7 +35,7 @@ OverrideEditorScreen.-narrow #oe-form { width: 100%; min-width: 0; height: auto;
 OverrideEditorScreen.-narrow .oe-row { margin-top: 0; }
 OverrideEditorScreen.-narrow .oe-hint { margin-top: 0; }
 OverrideEditorScreen.-narrow #oe-json {
-    height: 6; min-height: 6; margin-top: 0; border: none; border-top: round $primary;
+    height: 7; min-height: 7; margin-top: 0; border: none; border-top: round $primary;
 }
 OverrideEditorScreen.-narrow #oe-json:focus { border: none; border-top: round $accent; }
 OverrideEditorScreen.-narrow #oe-json-status { max-height: 1; }

@@ -16,7 +16,7 @@ def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: s
                   loaded: bool = True) -> tuple[str, bool]:
     """The verdict of one run as shown (and logged), and whether it reads as a success.
 
-    ``problems`` is the engine's verdict (SPEC 5, refused, in flight, cut, strict divergence);
+    ``problems`` is the engine's verdict (docs/format.md#binding, refused, in flight, cut, strict divergence);
     ``notes`` add what is worth knowing without failing it (the first divergence).
     """
     if not loaded:

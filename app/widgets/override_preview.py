@@ -151,7 +151,7 @@ class OverridePreview(Vertical):
     DEFAULT_CSS = """
     OverridePreview { height: 1fr; }
     OverridePreview #oe-sides { height: 1fr; min-height: 5; }
-    OverridePreview .oe-side { width: 1fr; border: round $primary; }
+    OverridePreview .oe-side { width: 1fr; border: round $primary; overflow-y: scroll; }
     OverridePreview #oe-diff-box { height: 1fr; min-height: 4; border: round $secondary; }
     OverridePreview Static { text-wrap: nowrap; text-overflow: ellipsis; }
     """

@@ -129,7 +129,8 @@ def read_sidecar_file(path: Path, loaded: Sidecar | None = None, *, generations:
 
     ``loaded``, a sidecar already read from ``path``, is reused while the file still holds the
     same bytes (validating a large sidecar costs far more than hashing it). ``generations``:
-    the scenario is read by generation, so a throw may carry ``accepted`` (SPEC 2b.6).
+    the scenario is read by generation, so a throw may carry ``accepted``
+    (docs/format.md#v2-scripts-sidecar-headers).
     """
     if not path.is_file():
         return None, None

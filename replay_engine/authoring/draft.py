@@ -83,7 +83,8 @@ class OverrideDraft:
             )
         self.path = path
         self.generations = generations
-        """The scenario is read by generation: a throw may carry ``accepted`` (SPEC 2b.6)."""
+        """The scenario is read by generation: a throw may carry ``accepted``
+        (docs/format.md#v2-scripts-sidecar-headers)."""
         self.form: SidecarForm = form
         self.derived = derived
         self.derived_note = derived_note

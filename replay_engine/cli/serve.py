@@ -116,6 +116,7 @@ async def _serve_from(args: argparse.Namespace, options: ServeOptions, scenario:
 
     async def reload() -> Scenario:
         fresh = await reload_scenario(path, engine)
+        print_warnings(fresh)
         gc.freeze()  # as after the first load: keep the new scripts out of full collections
         return fresh
 
@@ -146,6 +147,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as exc:
         args.parser.error(str(exc))
     scenario = load_scenario(args.scenario)
+    print_warnings(scenario)
     # The loaded scripts live as long as the process: keep the collector from rescanning
     # them, which would stall every stream of a large scenario for tens of milliseconds.
     gc.freeze()
@@ -154,6 +156,13 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"dsh-replay: {warning}", file=sys.stderr, flush=True)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(_serve(args, options, scenario))
+
+
+def print_warnings(scenario: Scenario) -> None:
+    """What was wrong but could be read (a torn last zstd frame: file and byte), one
+    ``warning:`` line each on stderr, as ``validate``, ``inspect`` and the debugger say it."""
+    for warning in scenario.warnings:
+        print(printable(f"warning: {warning}"), file=sys.stderr, flush=True)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -1,4 +1,6 @@
-"""The replay engine: binds live sessions to scripts and serves their entries (SPEC 5-6).
+"""The replay engine: binds live sessions to scripts and serves their entries.
+
+The rules: docs/format.md#binding and #serving-entries.
 
 ``core`` holds ``ReplayEngine`` and the serving loop; ``handle`` the ``CallHandle`` a
 server gets per call; ``binding`` claims scripts and advances cursors; ``placeholders``

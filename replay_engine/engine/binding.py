@@ -70,7 +70,7 @@ def bind_call(
                 return first is not None and divergence(live, first) is None
         claim = claim_script(run, len(scripts), session_id, matches=matches)
         if claim is None:
-            # SPEC 5's wording counts from 1; the index the debugger shows is given beside it
+            # the wording of docs/format.md#binding counts from 1; the debugger's index is given beside it
             err = UnrecordedSessionError(
                 f"a model call arrived from an unrecorded session (#{len(run.bindings) + 1}); "
                 f"the scenario recorded only {len(scripts)} session(s) "
@@ -101,7 +101,7 @@ def bind_call(
                 f"a retry of call #{last} — the client retried model call #{last} after its "
                 f"scripted failure, and the recording holds no call after it (no such retry "
                 f"was recorded): turn the client's retries off {where}]")
-        else:  # SPEC 5's wording counts from 1; the debugger's index is given beside it
+        else:  # the wording of docs/format.md#binding counts from 1; the debugger's index is beside it
             err2 = ScriptExhaustedError(
                 f"script exhausted — session requested model call #{binding.cursor + 1} but "
                 f"its script has only {length} {where}; counting from 0 as the debugger does: "

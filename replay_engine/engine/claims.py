@@ -1,5 +1,5 @@
 """Which script a new live session claims, and the live ids recorded sessions bound to
-(SPEC 5's binding extension and 2b.7).
+(the binding extension of docs/format.md#binding, and #session-tokens).
 
 A run records, per script index, the live id of the session bound to it (a session that
 carries an id) or announced for it: a parent's request whose text says ``started subagent
@@ -17,12 +17,13 @@ from typing import Any, Literal
 from .state import Run
 
 ANNOUNCEMENT = re.compile(r"started subagent ([^\s\"'<>]+)")
-"""How a parent's messages announce a child's live id (SPEC 2b.7)."""
+"""How a parent's messages announce a child's live id (docs/format.md#session-tokens)."""
 _NEEDLE = "started subagent "
 
 BindRule = Literal["announced", "content", "order"]
 BindMode = Literal["content", "order"]
-"""``content`` (default): announced, then by content, then by order; ``order``: SPEC 5 alone."""
+"""``content`` (default): announced, then by content, then by order; ``order``: first-call order
+alone (docs/format.md#binding)."""
 
 
 def _string_leaves(value: Any) -> Iterator[str]:

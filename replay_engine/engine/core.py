@@ -1,4 +1,6 @@
-"""The replay engine: binds live sessions to scripts and streams their entries (SPEC 5-6).
+"""The replay engine: binds live sessions to scripts and streams their entries.
+
+The rules: docs/format.md#binding and #serving-entries.
 
 One engine serves any number of runs; each run has its own bindings, cursors
 and call journal over the same scripts. Streams are anyio-cancellable, paced,
@@ -456,12 +458,13 @@ class ReplayEngine:
         return changes
 
     def consumed_problems(self, run: str = DEFAULT_RUN) -> list[str]:
-        """SPEC 5's check alone (section 5 wording); ``verdict_problems`` is the verdict."""
+        """The binding check alone, in the words of docs/format.md#binding; ``verdict_problems`` is
+        the verdict."""
         return consumed_problems(self._scripts, self._peek(run))
 
     def verdict_problems(self, run: str = DEFAULT_RUN, *, strict: bool | None = None,
                          unconsumed: bool = True, refused: bool = True) -> list[str]:
-        """Every reason the run did not replay the recording (SPEC 5's, refused calls, calls in
+        """Every reason the run did not replay the recording (docs/format.md#binding, refused calls, calls in
         flight or cut, and with ``strict`` (default: the engine's) divergences); empty: it did."""
         return verdict_problems(self._scripts, self._peek(run),
                                 strict=self.strict if strict is None else strict,

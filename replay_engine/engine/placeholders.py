@@ -1,4 +1,5 @@
-"""``{{fromRequest:PATTERN}}`` placeholders, resolved against the live request (SPEC 6)."""
+"""``{{fromRequest:PATTERN}}`` placeholders, resolved against the live request
+(docs/format.md#serving-entries)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def searched_text(messages: Any) -> str:
 
 
 def split_placeholder(text: str, start: int) -> tuple[str, int]:
-    """The pattern of the placeholder at ``start`` and the index just past it (SPEC 4a)."""
+    """The pattern of the placeholder at ``start`` and the index just past it (docs/format.md#edge-cases)."""
     body = start + len(MARKER)
     close = text.find("}}", body)
     if close < 0:

@@ -1,4 +1,4 @@
-"""Ready files: the empty marker a hang entry creates once its prefix is out (SPEC 6).
+"""Ready files: the empty marker a hang entry creates once its prefix is out (docs/format.md#serving-entries).
 
 Harnesses wait for the file to know the call is in place before they cancel it. The marker
 is created inside the ready directory only (no ``..``, no absolute path or symlink leading

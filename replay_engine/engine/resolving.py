@@ -1,4 +1,4 @@
-"""The engine's own small pool for ``{{fromRequest}}`` patterns (SPEC 6).
+"""The engine's own small pool for ``{{fromRequest}}`` patterns (docs/format.md#serving-entries).
 
 Patterns are user regular expressions: they run in worker threads, bounded overall, per
 run and in how many calls may wait, so runaway patterns of one run can neither take every

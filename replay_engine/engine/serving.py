@@ -23,7 +23,7 @@ HANG_PREFIX: tuple[dict[str, Any], ...] = (
     {"type": "block-start", "index": 0, "blockType": "text"},
     {"type": "text-delta", "index": 0, "text": "partial"},
 )
-"""What a hang entry streams before it waits (SPEC 6)."""
+"""What a hang entry streams before it waits (docs/format.md#serving-entries)."""
 Outcome = Literal["finished", "failed", "cancelled"]
 
 

@@ -156,7 +156,7 @@ class Binding:
     """Indices of this session's calls that ``cancel`` aborted before their last chunk."""
     rule: str = "order"
     """How the session claimed its script: ``announced`` (its parent named it), ``content``
-    (its first request matched one script's recorded context) or ``order`` (SPEC 5)."""
+    (its first request matched one script's recorded context) or ``order`` (docs/format.md#binding)."""
     unfinished: list[Unfinished] = field(default_factory=list)
     """Calls whose stream ended before its last chunk, or that failed unscripted."""
     diverged: list[tuple[int, Divergence, int]] = field(default_factory=list)
@@ -211,7 +211,7 @@ class Run:
     """Every refusal, also those beyond the ones ``refused`` keeps."""
     live_ids: dict[int, str] = field(default_factory=dict)
     """Per script index, the live id of the session bound to it or announced for it
-    (``started subagent ID``): what ``{{session:N}}`` tokens become (SPEC 2b.7)."""
+    (``started subagent ID``): what ``{{session:N}}`` tokens become (docs/format.md#session-tokens)."""
     overflow: frozenset[str] = frozenset()
     """Wires (dialect names) whose calls past the recording are not refused here: their binding
     error goes back to the server, which forwards them upstream to be recorded."""
@@ -272,7 +272,7 @@ class BindingState:
     ready_file: str | None
     aborted: tuple[int, ...] = ()
     """Indices of the session's calls aborted by ``cancel`` before their last chunk (the
-    cursor still counts them: SPEC 5 advances at call time)."""
+    cursor still counts them: it advances at call time, docs/format.md#binding)."""
     diverged: tuple[int, ...] = ()
     """Indices of the session's calls whose request left the recording."""
     rule: str = "order"

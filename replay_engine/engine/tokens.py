@@ -1,5 +1,5 @@
 """``{{session:N}}`` tokens: a recorded session's id, replaced by the live id of the session
-bound to script N (1 = the primary) when an entry is served (SPEC 2b.7)."""
+bound to script N (1 = the primary) when an entry is served (docs/format.md#session-tokens)."""
 
 from __future__ import annotations
 

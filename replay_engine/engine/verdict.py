@@ -1,10 +1,10 @@
 """The verdict: whether a run replayed the recording, with every reason it did not.
 
-``consumed_problems`` is SPEC 5's check alone (every script claimed, every cursor at its end),
-in the section's wording. ``verdict_problems`` is what every front end reports (the engine's
+``consumed_problems`` is the binding check alone (every script claimed, every cursor at its end),
+in the words of docs/format.md#binding. ``verdict_problems`` is what every front end reports (the engine's
 ``assert_consumed``, the control API, ``serve``'s exit status, the debugger, the pytest plugin):
-SPEC 5's problems, then calls refused at binding, calls still in flight, paused or hanging,
-streams that ended before their last chunk (a hang's cancel is its normal end), and, in strict
+the unconsumed problems (docs/format.md#binding), then calls refused at binding, calls still in flight, paused
+or hanging, streams that ended before their last chunk (a hang's cancel is its normal end), and, in strict
 mode, calls whose request left the recording and retries the recording does not have.
 """
 
@@ -19,7 +19,7 @@ from .state import Binding, CallRecord, Run, first_diverged, script_length, sess
 
 
 def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
-    """Every reason ``run`` is not consumed by SPEC 5's rule; empty when it is."""
+    """Every reason ``run`` is not consumed by the binding rule (docs/format.md#binding); empty when it is."""
     problems: list[str] = []
     unbound = len(scripts) - len(run.bindings)
     if unbound > 0:
@@ -79,8 +79,8 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
                      unconsumed: bool = True, refused: bool = True) -> list[str]:
     """Every reason the run did not replay the recording; empty when it did.
 
-    ``unconsumed=False`` leaves out SPEC 5's problems (a test that may stop early) and
-    ``refused=False`` the refused calls (a caller that reports them in its own detail).
+    ``unconsumed=False`` leaves out the unconsumed problems of docs/format.md#binding (a test that
+    may stop early) and ``refused=False`` the refused calls (a caller that reports them in its own detail).
     """
     problems = consumed_problems(scripts, run) if unconsumed else []
     for record in run.refused if refused else ():

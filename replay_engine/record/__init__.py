@@ -1,4 +1,5 @@
-"""Record a live agent run into a scenario this project replays (``dsh-replay record``, SPEC 9).
+"""Record a live agent run into a scenario this project replays (``dsh-replay record``,
+docs/format.md#recording).
 
 The recorder is a loopback proxy for the model routes: each call goes on to the upstream with
 the client's own headers (its API key is never written anywhere), the answer streams back
@@ -15,7 +16,8 @@ event loop::
 
 ``record_scenario(directory, upstream, *, host="127.0.0.1", port=0, pack=False, force=False,
 log_format="v1", listener=None, on_failure=None, scrub=None)``: ``pack`` writes runs of deltas
-as packed rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b settlements);
+as packed rows; ``log_format="v4"`` writes ``session[.N].v4.jsonl`` logs (docs/format.md#generations
+settlements);
 ``force`` records into a directory that already holds a scenario, keeping its files as
 ``.bak.N`` (else InputError ``SCENARIO_EXISTS``); a directory another recorder is writing is
 refused (``RECORDING_LOCKED``, naming its pid); ``listener`` is called with a

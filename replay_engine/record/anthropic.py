@@ -1,4 +1,5 @@
-"""The recorder's Anthropic Messages dialect, ``POST /v1/messages`` (SPEC 8.4 read backwards).
+"""The recorder's Anthropic Messages dialect, ``POST /v1/messages`` (docs/format.md#wire-anthropic read
+backwards).
 
 The Messages wire frames every block, so the rebuilt chunks follow it event for event:
 ``content_block_start`` opens a block (``block-start``; text, thinking and tool_use blocks,
@@ -229,7 +230,7 @@ def _events_of_message(message: dict[str, Any]) -> list[SseEvent]:
 
 
 class AnthropicMessages:
-    """The Anthropic Messages wire (SPEC 8.4)."""
+    """The Anthropic Messages wire (docs/format.md#wire-anthropic)."""
 
     name: str = "anthropic"
     routes: tuple[str, ...] = ("/v1/messages",)

@@ -4,7 +4,7 @@ A :class:`RecordDialect` names its model-call routes, reads a request's conversa
 (:class:`RequestMessage` per message, as ``replay_engine.requests`` reads the dialect's
 requests for every reader: what a recording writes as a call's context is what a replay
 compares a live request with) and turns the upstream's answer back into recorded
-chunks exactly as a client of that wire rebuilds them (SPEC 9): ``rebuilder()`` folds
+chunks exactly as a client of that wire rebuilds them (docs/format.md#recording): ``rebuilder()`` folds
 server-sent events as they arrive, ``completion_chunks`` reads a ``stream: false`` answer.
 One sibling module per dialect (``openai_chat``, ``anthropic``, ``responses``, ``gemini``)
 mirrors ``replay_engine/wire``; ``dialects`` lists them. The proxy knows none of their formats;

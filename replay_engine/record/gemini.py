@@ -1,5 +1,5 @@
 """The recorder's Google Gemini dialect, ``:generateContent`` / ``:streamGenerateContent``
-(SPEC 8.6 read backwards).
+(docs/format.md#wire-gemini read backwards).
 
 Every streamed event is one ``GenerateContentResponse``; its first candidate's parts are
 folded as a client of that wire folds them: ``text`` parts into one text block, ``thought``
@@ -174,7 +174,7 @@ class GeminiRebuilder:
 
 
 class Gemini:
-    """The Google Gemini wire (SPEC 8.6)."""
+    """The Google Gemini wire (docs/format.md#wire-gemini)."""
 
     name: str = "gemini"
     routes: tuple[str, ...] = ROUTES

@@ -1,7 +1,7 @@
-"""The recorder's OpenAI / DeepSeek chat-completions dialect (SPEC 8.1 read backwards).
+"""The recorder's OpenAI / DeepSeek chat-completions dialect (docs/format.md#wire-openai-chat read backwards).
 
-:class:`ChatRebuilder` is SPEC 8.1's DeepSeek-style client: blocks in first-seen order (one
-reasoning, one text, one per tool index), a tool block stamping the last id and name it saw
+:class:`ChatRebuilder` is the DeepSeek-style client of docs/format.md#wire-openai-chat: blocks in first-seen
+order (one reasoning, one text, one per tool index), a tool block stamping the last id and name it saw
 on each of its deltas, block ends, usage and finish at ``[DONE]``. A ``stream: false``
 answer is read as the one-event stream that carries it.
 """
@@ -62,8 +62,8 @@ def finish_back(reason: str | None) -> dict[str, Any]:
 
 
 class ChatRebuilder:
-    """SPEC 8.1's DeepSeek-style client: blocks in first-seen order (one reasoning, one text,
-    one per tool index); a tool block stamps the last id and name it saw on each of its
+    """The DeepSeek-style client of docs/format.md#wire-openai-chat: blocks in first-seen order (one
+    reasoning, one text, one per tool index); a tool block stamps the last id and name it saw on each of its
     deltas; block ends, usage and finish come at ``[DONE]``."""
 
     def __init__(self) -> None:
@@ -168,7 +168,7 @@ class ChatRebuilder:
 
 
 class OpenAIChat:
-    """The OpenAI / DeepSeek chat-completions wire (SPEC 8.1)."""
+    """The OpenAI / DeepSeek chat-completions wire (docs/format.md#wire-openai-chat)."""
 
     name: str = "openai"
     routes: tuple[str, ...] = ("/v1/chat/completions",)

@@ -1,5 +1,6 @@
 """The primary session's calls as ``replay.override.json``: once one of them failed upstream,
-the bare list deciding every call of the primary log (SPEC 9), rewritten atomically per call.
+the bare list deciding every call of the primary log (docs/format.md#recording), rewritten atomically per
+call.
 
 A call's entry is written before its log lines, so a recorder killed between the two writes
 leaves a list that still decides every call of the log. When the log write fails instead,

@@ -1,4 +1,5 @@
-"""The recorder's OpenAI Responses dialect, ``POST /v1/responses`` (SPEC 8.5 read backwards).
+"""The recorder's OpenAI Responses dialect, ``POST /v1/responses`` (docs/format.md#wire-responses read
+backwards).
 
 Each output item is one block, numbered 0, 1, … in the order the items are added: a
 ``reasoning`` item a reasoning block (its reasoning text, or its summary text when that is
@@ -207,7 +208,7 @@ def _events_of_response(response: dict[str, Any]) -> list[SseEvent]:
 
 
 class OpenAIResponses:
-    """The OpenAI Responses wire (SPEC 8.5)."""
+    """The OpenAI Responses wire (docs/format.md#wire-responses)."""
 
     name: str = "responses"
     routes: tuple[str, ...] = ("/v1/responses",)

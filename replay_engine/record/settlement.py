@@ -1,4 +1,5 @@
-"""The v4 shape of one recorded call (SPEC 2b): one settlement event holding its compact stream.
+"""The v4 shape of one recorded call (docs/format.md#generations): one settlement event holding its compact
+stream.
 
 A call that ended with its stream's ``finish`` becomes ``assistant/message`` (its content the
 closed blocks); one that failed becomes ``assistant/attempt``, its streamed prefix closed by a
@@ -23,7 +24,7 @@ _RUN_KINDS = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks"
 
 def run_key(chunk: Chunk) -> tuple[Any, ...] | None:
     """Chunks with equal keys share one run record (None: this chunk is a ``chunk`` record).
-    Only chunks a run expands back to exactly qualify (SPEC 2b.4's rules)."""
+    Only chunks a run expands back to exactly qualify (the rules of docs/format.md#settlement-streams)."""
     kind = chunk.get("type")
     index = chunk.get("index")
     if (not isinstance(index, int) or isinstance(index, bool) or index < 0

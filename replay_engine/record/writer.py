@@ -1,15 +1,15 @@
 """The recorder's scenario writer: one log per live session, appended and flushed per call.
 
-Logs take the harness's shape (SPEC 9): a header, then per call ``turn/start`` (when the turn
-advances), ``step/start``, one ``user/message`` / ``tool/result`` per new request message, one
-``assistant/chunk`` per rebuilt chunk (or packed rows, SPEC 2), ``assistant/message`` and
+Logs take the harness's shape (docs/format.md#recording): a header, then per call ``turn/start`` (when the
+turn advances), ``step/start``, one ``user/message`` / ``tool/result`` per new request message, one
+``assistant/chunk`` per rebuilt chunk (or packed rows, docs/format.md#session-logs), ``assistant/message`` and
 ``step/end``. A call's lines are written in one append once it ends, in the slot of its
 start (calls of one session are logged in request order, however they finish), so a killed
 recorder leaves only whole calls. An upstream failure of the primary makes
 ``replay.override.json`` the bare list deciding it (``primary_sidecar``: it and the log always
 hold the same calls); a child's failure is reported, naming the
-call. ``--format v4`` writes ``session[.N].v4.jsonl`` instead (SPEC 2b): per call one settlement
-event holding its compact stream (record/settlement.py) in place of the chunk events. Text is
+call. ``--format v4`` writes ``session[.N].v4.jsonl`` instead (docs/format.md#generations): per call one
+settlement event holding its compact stream (record/settlement.py) in place of the chunk events. Text is
 written UTF-8 safe (a lone surrogate as its ``\\u`` escape) and with the
 client's secrets redacted; a write that fails (disk full, permissions) is cut back to the last
 whole call and stops the recording with a typed error.
@@ -39,7 +39,8 @@ from .scrub import Scrubber
 from .settlement import FORMAT_VERSION, run_key, run_record, settlement
 
 FORMATS = {"v1": 0, "v4": FORMAT_VERSION}
-"""``record --format``: the log generation each format writes (0 = legacy names, SPEC 2b.1)."""
+"""``record --format``: the log generation each format writes (0 = legacy names,
+docs/format.md#generation-selection)."""
 DEFAULT_FORMAT = "v1"
 
 STOPPED = "ABORTED"
@@ -200,7 +201,7 @@ class SessionLog:
         return lines
 
     def _packed_row(self, call: Call, run: list[tuple[Chunk, int]]) -> str:
-        record = run_record(run)  # the v4 run record, in the v1 envelope (SPEC 2)
+        record = run_record(run)  # the v4 run record, in the v1 envelope (docs/format.md#session-logs)
         kind, time0 = record.pop("type"), record.pop("time0")
         data = {"turn": call.turn, "step": call.step, **record}
         line = _dumps({"type": kind, "seq0": self.seq, "time0": time0, "data": data})

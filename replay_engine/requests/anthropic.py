@@ -1,5 +1,6 @@
-"""Messages requests (SPEC 8.4): ``system`` and ``messages``; a user message's ``text`` blocks
-are its text, each ``tool_result`` block a tool result answering its ``tool_use_id``."""
+"""Messages requests (docs/format.md#wire-anthropic): ``system`` and ``messages``; a user
+message's ``text`` blocks are its text, each ``tool_result`` block a tool result answering its
+``tool_use_id``."""
 
 from __future__ import annotations
 

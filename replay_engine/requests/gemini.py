@@ -1,4 +1,4 @@
-"""Gemini requests (SPEC 8.6): ``systemInstruction`` and ``contents``; the text parts of a
+"""Gemini requests (docs/format.md#wire-gemini): ``systemInstruction`` and ``contents``; the text parts of a
 ``user`` turn are user text and each ``functionResponse`` part (under a ``user`` or a
 ``function`` turn) a tool result answering its ``id``; ``model`` turns are the model's."""
 

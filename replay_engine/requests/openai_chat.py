@@ -1,5 +1,6 @@
-"""Chat-completions requests (SPEC 8.1, also the native route's ``messages``): the body's
-``messages`` list; ``tool`` (and the legacy ``function``) messages are tool results."""
+"""Chat-completions requests (docs/format.md#wire-openai-chat, also the native route's
+``messages``): the body's ``messages`` list; ``tool`` (and the legacy ``function``) messages are
+tool results."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Responses requests (SPEC 8.5): ``instructions`` and ``input`` (a string, or items); user
-message items are user text, ``function_call_output`` and ``custom_tool_call_output`` items
-tool results answering their ``call_id``, the model's own items (assistant messages,
-reasoning, every ``*_call``) its turns."""
+"""Responses requests (docs/format.md#wire-responses): ``instructions`` and ``input`` (a string,
+or items); user message items are user text, ``function_call_output`` and
+``custom_tool_call_output`` items tool results answering their ``call_id``, the model's own
+items (assistant messages, reasoning, every ``*_call``) its turns."""
 
 from __future__ import annotations
 

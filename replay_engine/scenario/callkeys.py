@@ -99,7 +99,8 @@ def missing_chunk_error(file: str | None, key: str, line: int) -> DerivationErro
 
 
 def bad_chunk_error(file: str | None, key: str, line: int, problem: str) -> DerivationError:
-    """A recorded chunk no wire dialect can serve (SPEC 4's chunk rule, applied to logs)."""
+    """A recorded chunk no wire dialect can serve (the sidecar's chunk rule, docs/format.md#override-sidecar,
+    applied to logs)."""
     return DerivationError(
         f"{file or '<log>'}:{line}: assistant/chunk event of call {key}: {problem}; every "
         "recorded chunk must be an object whose text and argumentsDelta are strings and whose "

@@ -21,8 +21,8 @@ def validate_scenario(path: str) -> list[str]:
 
 
 def check_scenario(path: str) -> tuple[list[str], list[str]]:
-    """Every problem found in a scenario, and the warnings: what the SPEC accepts but a newer
-    harness refuses (a non-object line, a non-number seq or time).
+    """Every problem found in a scenario, and the warnings: what the scenario format (docs/format.md) accepts
+    but a newer harness refuses (a non-object line, a non-number seq or time).
 
     Each file is checked on its own so one bad file does not hide the others. The logs are
     checked as the loader reads them (the same errors) without keeping their chunks, and

@@ -1,4 +1,4 @@
-"""Derive one session's script of model calls from its events (SPEC section 3).
+"""Derive one session's script of model calls from its events (docs/format.md#deriving-scripts).
 
 ``Deriver`` is the feed that keeps each call (``feeds.CallFeed`` holds the grouping rules
 once): the streaming reader (``reader.read_log``) feeds it a log's lines, the public

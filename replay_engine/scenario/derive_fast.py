@@ -96,7 +96,7 @@ def _blocks(handle: BinaryIO, progress: Progress,
 
 def derive_any(lines: Iterable[bytes], file: str | None, use_seed: bool, generation: int, *,
                lenient: bool = False, deriver: Deriver | None = None) -> LoadedLog:
-    """Derive a log of any generation: v2+ by settlements (SPEC 2b), v0/v1 by chunk events
+    """Derive a log of any generation: v2+ by settlements (docs/format.md#generations), v0/v1 by chunk events
     (into ``deriver`` when given, else a new one)."""
     if deriver is None:
         deriver = Deriver(file, lenient=lenient)

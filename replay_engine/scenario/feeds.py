@@ -1,4 +1,5 @@
-"""What a log reader feeds: the grouping of chunks into model calls (SPEC 3, 2b.5), once.
+"""What a log reader feeds: the grouping of chunks into model calls, once
+(docs/format.md#deriving-scripts, #deriving-v2).
 
 ``read_log`` (``reader``) walks a log of any generation and feeds one ``CallFeed``: the
 loader's ``Deriver`` (``derive``) keeps each call's chunks, ``Checker`` (here, free of the
@@ -123,7 +124,7 @@ class CallFeed:
             self._store(key, self._chunks, self._times)
 
     def _time(self, value: Any) -> int:
-        """A time that is not a plain int64: a missing one is 0 and counted (SPEC 2)."""
+        """A time that is not a plain int64: a missing one is 0 and counted (docs/format.md#session-logs)."""
         if value is NO_TIME:
             self.untimed += 1
             return 0
@@ -141,8 +142,8 @@ class CallFeed:
             self._times = times
 
     def call(self, key: str, chunks: Any, times: Any, line: int, finished: bool) -> None:
-        """One whole call (a v2+ settlement, SPEC 2b.5) read from ``line``: it must have ended
-        with a finish chunk (``finished``); a feed that keeps no chunk may get None for the
+        """One whole call (a v2+ settlement, docs/format.md#deriving-v2) read from ``line``: it must have
+        ended with a finish chunk (``finished``); a feed that keeps no chunk may get None for the
         chunks and times."""
         if self.open_key is not None:
             self._close()

@@ -1,4 +1,4 @@
-"""Reading a log of format generation 2 or later (SPEC 2b), whatever is fed.
+"""Reading a log of format generation 2 or later (docs/format.md#generations), whatever is fed.
 
 Every model call of such a log is one settlement event (``assistant/message`` or
 ``assistant/attempt``) whose ``data.stream`` holds the call's chunks as compact records
@@ -35,7 +35,7 @@ SETTLED_TYPES = frozenset({*SETTLEMENTS, END_SEED, COMPACTION})
 
 _Envelope = float | str | bool | None | list[Any] | dict[str, Any] | msgspec.UnsetType
 """``seq`` / ``time`` as the fast path takes them: any JSON value (they are not otherwise
-checked, SPEC 2b.2); a number as a double, so one no double holds goes the way that names
+checked, docs/format.md#v2-logs); a number as a double, so one no double holds goes the way that names
 it."""
 
 
@@ -306,7 +306,7 @@ def _settlement(event: _Event | _CheckedEvent | _LooseEvent, raw: bytes, file: s
         data = loose.data
     if data.stream is msgspec.UNSET or not isinstance(data.stream, list):
         raise log_error(file, line, f"the {event.type} settlement's data.stream is not a list",
-                        "restore the call's stream records (SPEC 2b.4)")
+                        "restore the call's stream records (docs/format.md#settlement-streams)")
     chunks, times = expand_stream(data.stream, file, line, key, raw,
                                   len(raw) > KEPT_GATE and kept_may_fail(raw))
     if not chunks:

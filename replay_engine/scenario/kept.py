@@ -32,7 +32,7 @@ def number_error(file: str | None, line: int, where: str | None, literal: str
 
 
 def check_envelope(seq: Any, time: Any, file: str | None, line: int) -> None:
-    """A line's ``seq`` and ``time`` that are integers must be finite doubles (SPEC 4a)."""
+    """A line's ``seq`` and ``time`` that are integers must be finite doubles (docs/format.md#edge-cases)."""
     for name, value in (("seq", seq), ("time", time)):
         if type(value) is int and overflows_double(value):
             raise number_error(file, line, f"$.{name}", str(value))

@@ -1,4 +1,4 @@
-"""The files of a scenario directory (SPEC section 1), free of the models.
+"""The files of a scenario directory (docs/format.md#scenario-directory), free of the models.
 
 ``dsh-replay validate`` lists a scenario's logs through this without importing pydantic.
 """
@@ -21,7 +21,7 @@ SIDECAR_NAME = "replay.override.json"
 
 
 LOG_NAME_RE = re.compile(r"^session(?:\.([0-9]+))?(?:\.v([1-9][0-9]*))?\.jsonl$")
-"""A log name of any generation (SPEC 2b.1): ``session[.N][.vK].jsonl``."""
+"""A log name of any generation (docs/format.md#generation-selection): ``session[.N][.vK].jsonl``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,8 @@ def generation_of(path: str | Path) -> int:
 
 @dataclass(slots=True)
 class ScenarioLayout:
-    """The logs a scenario directory holds, selected by SPEC 1 and 2b.1."""
+    """The logs a scenario directory holds, selected as docs/format.md#scenario-directory and
+    docs/format.md#generation-selection say."""
 
     root: Path
     primary: Path
@@ -183,7 +184,7 @@ def log_error(file: str | None, line: int, what: str, fix: str) -> LogParseError
 
 
 def check_generation(value: Any, file: str | None, generation: int, line: int = 1) -> None:
-    """The file name's generation must be the header's ``version`` (SPEC 2b.1)."""
+    """The file name's generation must be the header's ``version`` (docs/format.md#generation-selection)."""
     version = value.get("version") if isinstance(value, dict) else None
     if generation >= 1:
         if as_safe_integer(version) != generation or not is_number(version):

@@ -1,4 +1,4 @@
-"""Load a scenario: a directory (SPEC section 1) or the DSH_SNAPSHOT_* variables."""
+"""Load a scenario: a directory (docs/format.md#scenario-directory) or the DSH_SNAPSHOT_* variables."""
 
 from __future__ import annotations
 
@@ -103,13 +103,13 @@ def config_of_layout(layout: ScenarioLayout) -> ReplayConfig:
 
 def reads_by_generation(config: ReplayConfig) -> bool:
     """Whether some log the config names carries a generation (``.vK``): its sidecar may then
-    use the generations' additions (SPEC 2b.6)."""
+    use the generations' additions (docs/format.md#v2-scripts-sidecar-headers)."""
     names = [config.file or "", *config.childFiles]
     return any(generation_of(name) >= 1 for name in names)
 
 
 def config_from_env(env: Mapping[str, str] | None = None) -> ReplayConfig:
-    """The config the harness variables stand for (SPEC section 1)."""
+    """The config the harness variables stand for (docs/format.md#scenario-directory)."""
     env = os.environ if env is None else env
     children = env.get(ENV_CHILDREN, "")
     return ReplayConfig(
@@ -207,11 +207,12 @@ def _load_scenario_config(config: ReplayConfig, root: Path | None,
         watched.append(Path(config.overrideFile))
     if primary_path is not None and log_present(primary_path):
         if sidecar is not None and sidecar.form == "list" and generation_of(primary_path) < 2:
-            # A replacement never reads a v0/v1 primary's events (SPEC 4a): only its header.
+            # A replacement never reads a v0/v1 primary's events (docs/format.md#edge-cases): only its header.
             header = read_header(primary_path)
         elif sidecar is not None and sidecar.form == "list":
             # A v2+ primary is read and checked whole, then its derived script is discarded
-            # (SPEC 2b.6); a call that never finished is what the list replaces, not an error.
+            # (docs/format.md#v2-scripts-sidecar-headers); a call that never finished is what the list
+            # replaces, not an error.
             header = load_log(primary_path, lenient=True).header
         else:
             loaded: LoadedLog = (load_log(primary_path) if progress is None

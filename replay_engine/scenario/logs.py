@@ -1,4 +1,4 @@
-"""Session log parsing: lines, the header, events, and packed chunk rows (SPEC section 2).
+"""Session log parsing: lines, the header, events, and packed chunk rows (docs/format.md#session-logs).
 
 The public helpers take text and return plain dicts (``parse_session_log`` is the reference
 reading of a v0/v1 log, event by event). The streaming reader the loader, ``validate`` and
@@ -32,7 +32,7 @@ from .layout import not_a_file
 if TYPE_CHECKING:
     from ..models import SessionHeader
 
-# JavaScript's String.prototype.trim() set: what counts as blank (SPEC 4a).
+# JavaScript's String.prototype.trim() set: what counts as blank (docs/format.md#edge-cases).
 WHITESPACE = (
     " \t\n\r\v\f\xa0\ufeff\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -124,8 +124,8 @@ def too_deep_line_error(file: str | None, line: int) -> LogParseError:
 
 
 def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
-    """The header's fields from a decoded first line (SPEC section 2 defaults), as keywords of
-    ``SessionHeader``; kept apart so that checking a log needs no models."""
+    """The header's fields from a decoded first line (the defaults of docs/format.md#session-logs),
+    as keywords of ``SessionHeader``; kept apart so that checking a log needs no models."""
     if value is None:
         raise LogParseError(
             f"{_where(file, line)}: the header line is null; the first line of a session log "
@@ -153,7 +153,7 @@ def header_fields(value: Any, file: str | None, line: int) -> dict[str, Any]:
 
 
 def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
-    """Build the header from a decoded first line (SPEC section 2 defaults)."""
+    """Build the header from a decoded first line (the defaults of docs/format.md#session-logs)."""
     from ..models import SessionHeader
 
     return SessionHeader(**header_fields(value, file, line))
@@ -162,7 +162,7 @@ def header_from_value(value: Any, file: str | None, line: int) -> SessionHeader:
 def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
     return LogParseError(
         f"{_where(file, line)}: malformed packed chunk row: {what}. Packed rows must be "
-        '{"type","seq0","time0","data"} exactly as SPEC section 2 describes (a projected log '
+        '{"type","seq0","time0","data"} exactly as docs/format.md#packed-rows describes (a projected log '
         "may leave seq0 and time0 out); re-record or unpack this row.",
         file=file,
         line=line,
@@ -170,7 +170,7 @@ def _packed_error(file: str | None, line: int, what: str) -> LogParseError:
 
 
 def fill_row_envelope(row: dict[str, Any], index: int) -> tuple[Any, Any]:
-    """A packed row's ``(seq0, time0)``, a projected log's missing ones filled (SPEC 2).
+    """A packed row's ``(seq0, time0)``, a projected log's missing ones filled (docs/format.md#session-logs).
 
     A missing ``seq0`` is ``index`` (the events before the row, rows expanded); a missing
     ``time0`` is 0. A present value is returned as given, to be checked like any other.
@@ -329,8 +329,8 @@ def fill_event_envelope(event: dict[str, Any], index: int) -> dict[str, Any]:
 def parse_session_log(text: str | bytes, file: str | None = None) -> list[Any]:
     """Every event after the header, packed rows expanded to their original chunk events.
 
-    Projected envelopes are filled in (SPEC 2): an event without ``seq`` gets the number of
-    events before it, one without ``time`` gets 0.
+    Projected envelopes are filled in (docs/format.md#session-logs): an event without ``seq`` gets the number
+    of events before it, one without ``time`` gets 0.
     """
     events: list[Any] = []
     first = True

@@ -95,10 +95,10 @@ ChunkShape: Any = msgspec.defstruct(
                                                        "replayState"))],
     forbid_unknown_fields=True, gc=False)
 """A recorded chunk as a reader that keeps no chunk decodes it, when it is the usual kind: the
-keys of SPEC 4's chunk types (and the harness's ``replayState``), its text fields strings
-(``chunkshape.TEXT_FIELDS``), its values nested and numbered as a sidecar takes them
-(``jsonlimits.ShallowJson``). Decoding so, it needs no further check, and no dict is built;
-any other chunk is read as a dict and checked the exact way."""
+keys of the sidecar's chunk types, docs/format.md#override-sidecar (and the harness's
+``replayState``), its text fields strings (``chunkshape.TEXT_FIELDS``), its values nested and
+numbered as a sidecar takes them (``jsonlimits.ShallowJson``). Decoding so, it needs no further
+check, and no dict is built; any other chunk is read as a dict and checked the exact way."""
 
 
 class ShapeData(msgspec.Struct, gc=False):
@@ -134,7 +134,7 @@ class _PackedData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class PackedRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A packed row as SPEC section 2 allows it (integers given as floats go the slow way).
+    """A packed row as docs/format.md#session-logs allows it (integers given as floats go the slow way).
 
     A projected row leaves ``seq0`` and/or ``time0`` out: ``seq0`` is never read here (only
     ``parse_session_log`` reports it) and a missing ``time0`` is 0. A present ``null`` or
@@ -232,7 +232,7 @@ whether its line may hold what a sidecar refuses),
 
 
 class Sink:
-    """Feeds the deriver the events at or after the seed index (SPEC section 3, children)."""
+    """Feeds the deriver the events at or after the seed index (docs/format.md#deriving-scripts, children)."""
 
     __slots__ = ("deriver", "start", "pending")
 
@@ -328,7 +328,7 @@ def slow_line(
     return index + 1
 
 
-# --- warnings: what the SPEC accepts but a newer harness refuses ----------------------------
+# --- warnings: what the scenario format (docs/format.md) accepts but a newer harness refuses --
 
 
 _RAW_KINDS = {ord('"'): "a string", ord("["): "a list", ord("{"): "an object",
@@ -337,7 +337,8 @@ _RAW_KINDS = {ord('"'): "a string", ord("["): "a list", ord("{"): "an object",
 
 
 def non_object_warning(file: str | None, line: int, value: Any) -> str:
-    """A line that is a JSON value but not an object (SPEC 4a: ignored like an unknown event)."""
+    """A line that is a JSON value but not an object (docs/format.md#edge-cases: ignored like an unknown
+    event)."""
     return (
         f"{file or '<log>'}:{line}: the line is {json_kind(value)}, not a JSON object; it is "
         "ignored like an unknown event, but newer harness versions refuse such a log. Remove "
@@ -346,7 +347,8 @@ def non_object_warning(file: str | None, line: int, value: Any) -> str:
 
 
 def envelope_warning(file: str | None, line: int, name: str, kind: str) -> str:
-    """An event whose present ``seq`` or ``time`` is not a number (kept as given, SPEC 2)."""
+    """An event whose present ``seq`` or ``time`` is not a number (kept as given,
+    docs/format.md#session-logs)."""
     return (
         f"{file or '<log>'}:{line}: the event's {name} is {kind}, not a number; it is kept as "
         f"given, but newer harness versions refuse such a log. Make {name} a number or remove it."

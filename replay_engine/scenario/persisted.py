@@ -1,4 +1,5 @@
-"""Persisted sessions: the harness's own session store, ``session[.vK].jsonl.zstd`` (SPEC 2b.9).
+"""Persisted sessions: the harness's own session store, ``session[.vK].jsonl.zstd``
+(docs/format.md#persisted-sessions).
 
 The store keeps each session in a directory of its own as concatenated, checksummed
 Zstandard frames: the first holds the header line, each later one a whole batch of appended
@@ -48,7 +49,7 @@ def find_persisted(path: str | Path) -> Path | None:
 
 def persisted_selection(path: str | Path) -> tuple[Path, list[Path]] | None:
     """The persisted session ``path`` names and the older generations beside it that are
-    ignored (SPEC 2b.1: the highest generation wins), or None when it names none."""
+    ignored (docs/format.md#generation-selection: the highest generation wins), or None when it names none."""
     root = Path(path)
     if root.is_file() or not root.exists():
         named = persisted_generation(root.name) is not None and root.is_file()
@@ -60,7 +61,8 @@ def persisted_selection(path: str | Path) -> tuple[Path, list[Path]] | None:
     except OSError:
         return None
     if any(name.startswith("session") and name.endswith(".jsonl") for name in names):
-        return None  # a scenario directory of plain logs (SPEC 2b.1: .zstd names are not logs)
+        # a scenario directory of plain logs (docs/format.md#generation-selection: .zstd names are not logs)
+        return None
     found = sorted((g, name) for name in names if (g := persisted_generation(name)) is not None)
     if not found:
         return None
@@ -89,8 +91,8 @@ what a frame leaves over is copied, so pieces start small and double while a fra
 
 
 def read_persisted(path: Path) -> PersistedLog:
-    """Decompress a persisted session frame by frame (SPEC 2b.9), over a view of the file:
-    each frame is given pieces of it, never the whole rest, so many frames stay linear."""
+    """Decompress a persisted session frame by frame (docs/format.md#persisted-sessions), over a view of the
+    file: each frame is given pieces of it, never the whole rest, so many frames stay linear."""
     import zstandard  # loaded only for persisted sessions
 
     file = str(path)

@@ -1,9 +1,10 @@
 """The one reading loop of a session log, whatever its generation and whatever is fed.
 
 ``read_log`` walks the lines once. Where the generations differ it decides per line: a v0/v1
-log's ``assistant/chunk`` lines and packed rows (SPEC 2-3) are grouped into calls, a v2+
-log's settlement events carry whole calls (SPEC 2b, read by ``generations``). Either way it
-feeds one ``feeds.CallFeed``: the loader's ``Deriver`` (chunks kept, strict or lenient), or
+log's ``assistant/chunk`` lines and packed rows (docs/format.md#session-logs and
+#deriving-scripts) are grouped into calls, a v2+ log's settlement events carry whole calls
+(docs/format.md#generations, read by ``generations``). Either way it feeds one ``feeds.CallFeed``: the
+loader's ``Deriver`` (chunks kept, strict or lenient), or
 ``validate``'s ``Checker`` (calls counted, no chunk built), so loading, checking and
 authoring read every line the same way and raise the same errors.
 

@@ -1,4 +1,5 @@
-"""The ``replay.override.json`` sidecar: parse, validate completely, apply (SPEC section 4)."""
+"""The ``replay.override.json`` sidecar: parse, validate completely, apply
+(docs/format.md#override-sidecar)."""
 
 from __future__ import annotations
 
@@ -293,8 +294,8 @@ def _location_order(problem: str) -> tuple[int, str]:
 
 
 def _accepted_problems(doc: Any) -> list[str]:
-    """``accepted`` on a throw entry outside a scenario read by generation (SPEC 2b.6): an
-    unknown key there, as sections 1-6 define the entries."""
+    """``accepted`` on a throw entry outside a scenario read by generation
+    (docs/format.md#v2-scripts-sidecar-headers): an unknown key there, as sections 1-6 define the entries."""
     unknown = "unknown key (entries take exactly the keys of their kind; accepted belongs to " \
               "scenarios whose logs are named session[.N].vK.jsonl)"
     if isinstance(doc, list):

@@ -1,4 +1,5 @@
-"""A settlement's ``data.stream`` (SPEC 2b.4): compact records back to the call's chunks.
+"""A settlement's ``data.stream`` (docs/format.md#settlement-streams): compact records back to the call's
+chunks.
 
 Two readings, one result. ``fast_stream`` takes the records as typed Structs that already
 hold every key and type rule, builds the delta chunks of a run a whole run at a time and
@@ -35,8 +36,8 @@ _TOOL_KEYS = frozenset({"type", "time0", "index", "dt", "id", "args"})
 def _record_error(file: str | None, line: int, index: int, what: str) -> LogParseError:
     return log_error(file, line, f"settlement stream record {index}: {what}",
                      "each record must be chunk, text-chunks, reasoning-chunks or "
-                     "tool-call-chunks exactly as SPEC 2b.4 describes; re-record the call or "
-                     "fix the record")
+                     "tool-call-chunks exactly as docs/format.md#settlement-streams describes; re-record "
+                     "the call or fix the record")
 
 
 # --- the exact rules -------------------------------------------------------------------------

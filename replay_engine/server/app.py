@@ -1,4 +1,4 @@
-"""The ASGI app a connected agent talks to (SPEC 8): dialects and control routes composed.
+"""The ASGI app a connected agent talks to (docs/format.md#wire): dialects and control routes composed.
 
 ``create_app`` builds the Starlette app over a ``ReplayEngine``: each dialect's model routes,
 the provider catalog and the control routes, every one also under ``/runs/{run}/`` with its
@@ -75,7 +75,7 @@ def create_app(
     dialects: Sequence[Dialect] | None = None,
     wire: WireOptions | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``engine``: every SPEC 8 route, bare (run ``default``) and per run.
+    """The ASGI app serving ``engine``: every docs/format.md#wire route, bare (run ``default``) and per run.
 
     The model routes also exist under ``/sessions/{id}/`` (after any run prefix), for
     clients that can set a base URL but no header. ``scenario`` may be a callable

@@ -1,6 +1,6 @@
-"""The control routes (SPEC 8.3), the provider catalog (SPEC 7, 8.1) and the served responses
-(SPEC 8.5): everything a harness, the debugger or an agent asks the server that is not a
-model call."""
+"""The control routes, the provider catalog and the served responses: everything a harness, the
+debugger or an agent asks the server that is not a model call (docs/format.md#wire-control,
+#provider-catalog, #wire-openai-chat and #wire-responses)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The model-call endpoint, one per dialect: read the request, bind the call, answer it.
 
-The SPEC 8 preamble is the same for every dialect: the body is read and the session taken
-from the header, the ``/sessions/{id}`` path (and the body for the native route) before the
+The wire's common rules (docs/format.md#wire) are the same for every dialect: the body is read and the session
+taken from the header, the ``/sessions/{id}`` path (and the body for the native route) before the
 engine is touched; refusals, binding errors and scripted throws answer in the dialect's error
 shape with ``x-should-retry: false`` unless SDK retries are allowed; retries are marked. A run
 with an overflow handler (``Served.overflow``) hands its binding errors to it instead: the

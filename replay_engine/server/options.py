@@ -99,7 +99,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind", choices=("content", "order"), default="content",
                         help="how a new session claims a script: content (default: the one its "
                         "parent announced, else the one whose first recorded request it matches, "
-                        "else first-call order) or order (first-call order alone, as SPEC 5)")
+                        "else first-call order) or order (first-call order alone, as docs/format.md#binding)")
     parser.add_argument("--chat-error-finish", choices=CHAT_ERROR_FINISHES, default="error",
                         help="how a recorded error finish ends a chat-completions call: error "
                         "(default: an error event after its prefix, no [DONE], as a throw; "

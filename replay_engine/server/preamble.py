@@ -1,4 +1,4 @@
-"""What every model route reads before it binds a call (SPEC 8 preamble): the session id and
+"""What every model route reads before it binds a call (docs/format.md#wire): the session id and
 whether the request is an SDK's retry, and the no-retry header its error answers carry."""
 
 from __future__ import annotations

@@ -49,8 +49,9 @@ FINISH_REASONS: dict[str, dict[str, str]] = {
                   "max-tokens": "incomplete (max_output_tokens)"},
     "gemini": GEMINI_FINISH,
 }
-"""Per dialect, recorded finish kinds and what the SDK reports for them (SPEC 8.1, 8.4, 8.5):
-``finish_reason``, ``stop_reason``, the final response's status, or ``finishReason``."""
+"""Per dialect, recorded finish kinds and what the SDK reports for them: ``finish_reason``,
+``stop_reason``, the final response's status, or ``finishReason`` (docs/format.md#wire-openai-chat,
+#wire-anthropic, #wire-responses, #wire-gemini)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class DemoResult:
 
 
 def _expected_text(chunks: list[dict[str, Any]]) -> str:
-    """The text content a client assembles from a call's recorded chunks (SPEC 8.1)."""
+    """The text content a client assembles from a call's recorded chunks (docs/format.md#wire-openai-chat)."""
     parts: list[str] = []
     with_deltas: set[object] = set()
     for chunk in chunks:

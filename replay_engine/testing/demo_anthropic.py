@@ -1,4 +1,4 @@
-"""The demo agent's Anthropic Messages wire (SPEC 8.4), spoken with httpx: one streamed
+"""The demo agent's Anthropic Messages wire (docs/format.md#wire-anthropic), spoken with httpx: one streamed
 ``POST /v1/messages`` whose events are folded as the anthropic SDK folds them (text and
 thinking deltas concatenated, a tool's ``input_json_delta`` parts parsed once it ends, the
 ``stop_reason`` of ``message_delta``; an ``event: error`` ends the call with its code)."""

@@ -1,4 +1,4 @@
-"""The demo agent's Gemini wire (SPEC 8.6), spoken with httpx: one streamed call.
+"""The demo agent's Gemini wire (docs/format.md#wire-gemini), spoken with httpx: one streamed call.
 
 ``gemini_contents`` turns the demo's chat-completions history into Gemini ``contents`` (model
 turns with ``functionCall`` parts, tool results as ``functionResponse`` parts of a user turn);

@@ -139,8 +139,8 @@ def failure_report(
     failed: bool = False,
 ) -> list[str]:
     """Every problem of one scenario's run in a test, one item per line (empty: none): binding
-    errors, SPEC 5's ``unconsumed`` problems (said so), the verdict's other ``problems``; the
-    first divergence always goes with them, and alone when the test ``failed`` by itself."""
+    errors, the ``unconsumed`` problems (docs/format.md#binding) (said so), the verdict's other ``problems``;
+    the first divergence always goes with them, and alone when the test ``failed`` by itself."""
     lines: list[str] = []
     for call in refused:
         lines.extend(describe_refused(scripts, call))

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["replay", "episodes", "record", "debug"]
 Facts = tuple["list[SessionScript]", "dict[str, Any] | None", "list[str]", "list[str]"]
-"""What a report is made of: scripts, the first divergence (JSON), SPEC 5's problems, the
-verdict's others."""
+"""What a report is made of: scripts, the first divergence (JSON), the unconsumed problems
+(docs/format.md#binding), the verdict's others."""
 
 
 class ScenarioRun:

@@ -1,4 +1,4 @@
-"""Recorded chunks on the Anthropic Messages wire, ``POST /v1/messages`` (SPEC 8.4), and
+"""Recorded chunks on the Anthropic Messages wire, ``POST /v1/messages`` (docs/format.md#wire-anthropic), and
 ``MessagesDialect``, which puts it behind the server's dialect seam.
 
 ``MessagesStreamEncoder`` turns one call's chunks into ``event: <type>`` SSE events (it is

@@ -196,6 +196,6 @@ def failure_of(reason: dict[str, Any]) -> tuple[str, str]:
 
 
 def openai_error_body(message: str, code: str, *, refused: bool = False) -> dict[str, Any]:
-    """``{"error": {"message", "type", "code"}}``: the OpenAI-style body (SPEC 8.1)."""
+    """``{"error": {"message", "type", "code"}}``: the OpenAI-style body (docs/format.md#wire-openai-chat)."""
     kind = "invalid_request_error" if refused else "replay_error"
     return {"error": {"message": message, "type": kind, "code": code}}

@@ -1,5 +1,5 @@
 """Recorded chunks on the Google Gemini wire, ``:generateContent`` / ``:streamGenerateContent``
-(SPEC 8.6), and ``GeminiDialect``, which puts it behind the server's dialect seam.
+(docs/format.md#wire-gemini), and ``GeminiDialect``, which puts it behind the server's dialect seam.
 
 Where the wire cannot carry a recorded call exactly: a tool block is one whole
 ``functionCall`` part sent when the block ends (Gemini has no argument deltas), with its

@@ -1,7 +1,7 @@
 """JSON bytes for the wire that never fail on text a scenario may hold.
 
 A string from a log or sidecar may carry a lone surrogate (``"\\ud83d"``: ``JSON.parse``
-accepts it, so the SPEC does). UTF-8 cannot carry it, a JSON ``\\u`` escape can: the fast
+accepts it, so the scenario format does). UTF-8 cannot carry it, a JSON ``\\u`` escape can: the fast
 encoder is used as is, and only a value it refuses is re-encoded with the escapes.
 """
 

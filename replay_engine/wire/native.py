@@ -1,4 +1,5 @@
-"""The native NDJSON route, ``POST /replay/v1/stream`` (SPEC 8.2): the recorded chunks exactly.
+"""The native NDJSON route, ``POST /replay/v1/stream`` (docs/format.md#wire-native): the recorded chunks
+exactly.
 
 One recorded chunk per line as loaded (lossless: what no provider wire can carry, such as
 ``replayState`` or an error finish's message, arrives here; only a usage counter recorded as
@@ -21,7 +22,7 @@ _encode = encode_json
 
 
 def integer_counters(chunk: dict[str, Any]) -> dict[str, Any]:
-    """A usage chunk with its integral float counters as ints (SPEC 4a: ``12.0`` is 12); any
+    """A usage chunk with its integral float counters as ints (docs/format.md#edge-cases: ``12.0`` is 12); any
     other chunk, and every other value, as is."""
     usage = chunk.get("usage")
     if chunk.get("type") != "usage" or not isinstance(usage, dict) or not any(

@@ -1,5 +1,5 @@
 """Recorded chunks on the OpenAI / DeepSeek chat-completions wire, ``POST /v1/chat/completions``
-(SPEC 8.1), and ``ChatDialect``, which puts it behind the server's dialect seam.
+(docs/format.md#wire-openai-chat), and ``ChatDialect``, which puts it behind the server's dialect seam.
 
 ``ChatStreamEncoder`` turns one call's chunks into pre-encoded ``data: ...`` SSE
 events (the hot path: text and reasoning deltas are spliced into byte

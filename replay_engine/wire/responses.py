@@ -1,4 +1,4 @@
-"""Recorded chunks on the OpenAI Responses wire, ``POST /v1/responses`` (SPEC 8.5), and
+"""Recorded chunks on the OpenAI Responses wire, ``POST /v1/responses`` (docs/format.md#wire-responses), and
 ``ResponsesDialect``, which puts it behind the server's dialect seam.
 
 ``ResponsesStreamEncoder`` turns one call's chunks into ``event: <type>`` SSE events numbered

@@ -249,7 +249,7 @@ async def test_80x24_keeps_live_columns_and_the_editor_usable() -> None:
         assert [area for area, _ in app.screen.sections] == ["Override editor"]
 
 
-def test_readme_key_map_is_the_key_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert keymap.readme_with_keymap(readme) == readme, (
-        "the README's key map differs from app/keymap.py: run python -m dsh_replay_tui.keymap README.md")
+def test_docs_key_map_is_the_key_table() -> None:
+    page = (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
+    assert keymap.readme_with_keymap(page) == page, (
+        "docs/keys.md differs from app/keymap.py: run python -m dsh_replay_tui.keymap docs/keys.md")

@@ -139,13 +139,13 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     # Wait for the first full paint: the header's second line and the live log's serving line.
     screen = terminal.wait_for(
         "the server URL in the header",
-        lambda s: re.search(r"not consumed\s+bound 0/1", s) is not None
+        lambda s: re.search(r"waiting for the agent\s+bound 0/1", s) is not None
         and re.search(r"serving on " + URL_RE.pattern, s) is not None)
     match = URL_RE.search(screen)
     assert match, screen
     url = match.group(0)
     first, second = screen.splitlines()[:2]
-    assert first.startswith(" not consumed  bound 0/1")  # the state first, then where
+    assert first.startswith(" waiting for the agent  bound 0/1")  # the state first, then where
     assert "basic-chat" in second and url in second
     # The footer offers what acts now: nothing is bound, so the demo agent and the break modes.
     screen = terminal.wait_for("the footer", lambda s: "Demo agent" in s.rstrip().splitlines()[-1])

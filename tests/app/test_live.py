@@ -33,7 +33,7 @@ async def test_cursor_moves_on_each_served_call_and_the_header_says_consumed() -
     app = make_app(BASIC)
     async with app.run_test(size=(160, 40)) as pilot:
         await app.ready.wait()
-        assert "not consumed" in header(app) and "bound 0/1" in header(app)
+        assert "waiting for the agent" in header(app) and "bound 0/1" in header(app)
         sdk = client(app, "agent-1")
         await stream_text(sdk, BASIC_PROMPT)  # the recorded conversation: no ≠ anywhere
         await until(app, lambda: "bound 1/1" in header(app), "the binding")

@@ -157,7 +157,7 @@ async def test_record_mode_says_recording_and_the_demo_agent_records_then_replay
             await app.replay_ready.wait()
             assert app.load_error is None and app.scenario is not None
             assert len(app.scenario.scripts[0].entries) == 2
-            await until(app, lambda: app.header.text.plain.startswith("not consumed  bound 0/1"),
+            await until(app, lambda: app.header.text.plain.startswith("waiting for the agent  bound 0/1"),
                         "the replay header")
             # ... and replays what it recorded, in the same app.
             await pilot.press("d", "enter")

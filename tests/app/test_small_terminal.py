@@ -14,6 +14,7 @@ from dsh_replay_tui import keymap
 from dsh_replay_tui.headless.pace import step_pace
 from dsh_replay_tui.keymap import footer_width, shown_key
 from dsh_replay_tui.screens.detail import DetailScreen
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from dsh_replay_tui.screens.main import SIDE_BY_SIDE
 from dsh_replay_tui.widgets.chunk_list import ChunkList, chunk_row
 from dsh_replay_tui.widgets.rendered_lines import RenderedLines
@@ -228,6 +229,68 @@ async def test_header_puts_state_flags_first_and_keeps_them_at_80_columns(tmp_pa
         await pilot.press("c")
         await asyncio.wait_for(reader, 10)
         await sdk.close()
+
+
+async def test_the_scenario_path_stays_in_the_header_when_the_line_is_too_long(
+        tmp_path: Path) -> None:
+    """A long pace label (recorded gaps on a log without times) drops the URL, never the path:
+    the path keeps its end, cut from the left with an ellipsis."""
+    scenario = tmp_path / ("a-very-long-directory-name-" * 3) / "projected-chat"
+    scenario.mkdir(parents=True)
+    lines = (BASIC / "session.jsonl").read_text(encoding="utf-8").splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        event = json.loads(line)
+        for key in ("seq", "time", "seq0", "time0"):
+            event.pop(key, None)
+        out.append(json.dumps(event))
+    (scenario / "session.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    app = make_app(scenario)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("t")
+        await until(app, lambda: "no recorded times" in app.header.text.plain, "recorded pace")
+        second = header_lines(app)[1]
+        assert second.startswith("run default  pace recorded gaps x1"), second
+        assert second.endswith("-name-/projected-chat") and "…" in second, second
+        assert "no recorded times" in app.header.text.plain  # whole in the header's text
+        assert len(second) <= NARROW[0] - 2, second
+
+
+async def test_a_fresh_start_waits_for_the_agent_and_says_not_consumed_once_served() -> None:
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.pause()
+        first = header_lines(app)[0]
+        assert first.startswith("waiting for the agent  bound 0/1"), first
+        assert "not consumed" not in app.header.text.plain
+        styled = [span for span in app.header.text.spans if span.start == 0 and str(span.style)]
+        assert not styled, styled  # a neutral colour, not a warning
+        sdk = client(app, "s")
+        await stream_text(sdk, BASIC_PROMPT)  # one of the two recorded calls
+        await until(app, lambda: header_lines(app)[0].startswith("not consumed  bound 1/1"),
+                    "the verdict once a call was served")
+        await sdk.close()
+
+
+async def test_live_shows_the_three_sessions_of_a_parent_and_two_subagents_at_once() -> None:
+    app = make_app(SAMPLES / "nested-subagents")
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the dialect chooser")
+        await pilot.press("enter")
+        await until(app, lambda: "demo agent (openai) done (consumed: True)" in app.live_pane.lines,
+                    "the demo agent")
+        await pilot.pause()
+        view = app.live_pane.session_list
+        painted = ["".join(seg.text for seg in view.render_line(y))
+                   for y in range(view.scrollable_content_region.height)]
+        assert view.scroll_y == 0
+        assert [line.split()[0] for line in painted[:4]] == ["session", "demo-0", "demo-1",
+                                                            "demo-2"], painted
+        assert app.live_pane.event_log.scrollable_content_region.height >= 1  # events still show
 
 
 async def test_pace_keys_climb_the_ladder_from_anywhere() -> None:

@@ -4,7 +4,7 @@ pane, a scenario that does not load and record mode.
 
 Deterministic: relative scenario paths, a fixed URL label instead of the real port, no clock,
 no animation, no blinking cursor. Update with ``pytest tests/app/test_snapshots.py --snapshot-update``
-and look at the results (``docs/`` holds copies of the first screens for the README).
+and look at the results (``docs/`` holds copies of the first screens for the documentation).
 """
 
 from __future__ import annotations
@@ -326,9 +326,12 @@ DOCS = {
 
 
 @pytest.mark.parametrize("name", list(DOCS))
-def test_readme_screenshots_are_the_current_snapshots(name: str) -> None:
-    """The README shows the screens as they are: docs/*.svg are copies of the snapshots."""
+def test_docs_screenshots_are_the_current_snapshots(name: str) -> None:
+    """The docs show the screens as they are: docs/*.svg are copies of the snapshots, and a
+    page of the docs (or the README) shows each one."""
     snapshot = Path(__file__).parent / "__snapshots__" / "test_snapshots" / DOCS[name]
     assert (ROOT / "docs" / name).read_bytes() == snapshot.read_bytes(), (
         f"docs/{name} is stale: copy {snapshot.relative_to(ROOT)} over it")
-    assert f"(docs/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = [page.read_text(encoding="utf-8") for page in (ROOT / "docs").glob("*.md")]
+    assert any(f"({name})" in text for text in pages) or (
+        f"(docs/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")), f"no page shows docs/{name}"

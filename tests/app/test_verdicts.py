@@ -129,7 +129,7 @@ async def test_a_last_call_paused_before_its_first_chunk_is_not_consumed_check_m
         await pilot.press("2")
         held = asyncio.create_task(stream_text(sdk))
         await until(app, lambda: "PAUSED 1" in header(app), "the pause")
-        # SPEC 5: the cursor advanced at call time, so the run is consumed ...
+        # docs/format.md#binding: the cursor advanced at call time, so the run is consumed ...
         assert app.engine.consumed_problems() == []
         # ... but the header does not call it done.
         assert "consumed ✓" not in header(app)

@@ -35,7 +35,8 @@ CHUNK_SCENARIOS = {
     "empty-response-retry": "an error finish (EMPTY_RESPONSE), then text",
 }
 """Conformance scenarios (name after ``PREFIX``) whose every call is a chunks entry. An error
-finish ends its call like a throw after its prefix on the chat route (SPEC 8.1): clients raise."""
+finish ends its call like a throw after its prefix on the chat route (docs/format.md#wire-openai-chat):
+clients raise."""
 
 needs_corpus = pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
 

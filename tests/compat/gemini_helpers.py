@@ -1,4 +1,4 @@
-"""What google-genai hands an agent for one call, and what SPEC 8.6 says it must be.
+"""What google-genai hands an agent for one call, and what docs/format.md#wire-gemini says it must be.
 
 ``fold`` turns the client's responses (the streamed ones, or the one ``generate_content``
 answer) into runs of text and thought parts, function calls, finish and usage; ``expected``
@@ -81,7 +81,7 @@ def signature_bytes(signature: str) -> bytes:
 
 
 def expected(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the client must hold for one recorded call (SPEC 8.6)."""
+    """What the client must hold for one recorded call (docs/format.md#wire-gemini)."""
     recorded = recorded_blocks(chunks)
     cut = (recorded["finish"] or {}).get("kind") == "max-tokens"
     runs: list[dict[str, Any]] = []

@@ -52,7 +52,7 @@ _DELTAS = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delt
 
 
 def recorded_blocks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """What SPEC 8 says a call carries, block by block in opening order.
+    """What docs/format.md#wire says a call carries, block by block in opening order.
 
     Each block: kind, content (its deltas, or its block-end's content when it recorded no
     delta), a tool's id and name (first delta that has them, else the block-end) and a

@@ -1,4 +1,4 @@
-"""The Messages route judged by the real ``anthropic`` SDK over a real socket (SPEC 8.4).
+"""The Messages route judged by the real ``anthropic`` SDK over a real socket (docs/format.md#wire-anthropic).
 
 Every call of a spread of conformance scenarios, streamed (``messages.stream(...)
 .get_final_message()``) and not (``messages.create()``), must assemble the recorded

@@ -1,4 +1,5 @@
-"""The Messages and Responses routes under SPEC 8's preamble and the engine's controls.
+"""The Messages and Responses routes under the wire's common rules (docs/format.md#wire) and the engine's
+controls.
 
 Each test runs the real ``anthropic`` or ``openai`` SDK (or raw HTTP where a status or a
 header is the point) against a real server: sessions by header and path, errors in the

@@ -1,4 +1,4 @@
-"""Gemini usage counts reasoning once (SPEC 8.6): a recorded ``outputTokens`` includes its
+"""Gemini usage counts reasoning once (docs/format.md#wire-gemini): a recorded ``outputTokens`` includes its
 ``reasoningTokens``, while Google counts thoughts beside the candidates.
 
 A call recorded with ``outputTokens: 23`` and ``reasoningTokens: 20`` goes out as 3 candidate

@@ -1,4 +1,5 @@
-"""The Gemini routes judged by the real ``google-genai`` client over a real socket (SPEC 8.6).
+"""The Gemini routes judged by the real ``google-genai`` client over a real socket
+(docs/format.md#wire-gemini).
 
 Every call of a spread of conformance scenarios, streamed (``generate_content_stream``) on one
 run and not (``generate_content``) on another, must reach the client as recorded: its text and

@@ -1,4 +1,4 @@
-"""The Responses route judged by the real ``openai`` SDK over a real socket (SPEC 8.5).
+"""The Responses route judged by the real ``openai`` SDK over a real socket (docs/format.md#wire-responses).
 
 Every call of a spread of conformance scenarios, streamed (``responses.stream(...)``,
 ``get_final_response()`` when it completes) and not (``responses.create()``), must

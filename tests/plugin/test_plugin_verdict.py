@@ -1,7 +1,8 @@
 """The verdict in the plugin: strict replays, a stream the client left, a hang left in flight.
 
 Each failure names the session, the call (numbered from 0, as the engine and the debugger
-number them) and its recorded turn/step; only SPEC 5's problems say "not consumed".
+number them) and its recorded turn/step; only the unconsumed problems (docs/format.md#binding) say "not
+consumed".
 """
 
 from __future__ import annotations

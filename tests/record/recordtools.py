@@ -27,7 +27,7 @@ def corpus_scenario(name: str) -> Path:
 
 
 def scripts_json(path: Path) -> list[list[dict[str, Any]]]:
-    """Every script's entries of a scenario, as loaded (SPEC 4 JSON)."""
+    """Every script's entries of a scenario, as loaded (docs/format.md#override-sidecar JSON)."""
     return [[item.to_json() for item in script.entries] for script in load_scenario(path).scripts]
 
 

@@ -1,5 +1,5 @@
 """Recording the Gemini wire: google-genai calls through the recorder, each response folded
-back into recorded chunks as SPEC 8.6 maps them (text, thought parts with their signature,
+back into recorded chunks as docs/format.md#wire-gemini maps them (text, thought parts with their signature,
 whole function calls, usage and finish), and the request's parts as the log's events."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``--pack`` writes runs of deltas as packed rows (SPEC 2) that derive to the same scripts;
-a ``stream: false`` call is recorded too."""
+"""``--pack`` writes runs of deltas as packed rows (docs/format.md#session-logs) that derive to the same
+scripts; a ``stream: false`` call is recorded too."""
 
 from __future__ import annotations
 

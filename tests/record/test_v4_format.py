@@ -1,5 +1,5 @@
-"""``record --format v4`` writes ``session[.N].v4.jsonl`` logs (SPEC 2b) that derive to exactly
-the scripts the v1 recording of the same traffic derives to, validate, and replay.
+"""``record --format v4`` writes ``session[.N].v4.jsonl`` logs (docs/format.md#generations) that derive to
+exactly the scripts the v1 recording of the same traffic derives to, validate, and replay.
 
 The upstream is the project's own server over conformance scenarios (or a raw upstream for
 failures); the agents are real openai / anthropic SDK tool loops with subagents.

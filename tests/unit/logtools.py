@@ -76,7 +76,7 @@ def write_scenario(
 
 
 def entries_json(entries: Iterable[Any]) -> list[dict[str, Any]]:
-    """SPEC JSON of loaded script entries (ScriptEntry or bare entries)."""
+    """The scenario format's JSON of loaded script entries (ScriptEntry or bare entries)."""
     from replay_engine import entry_to_json
 
     out = []

@@ -26,7 +26,7 @@ async def test_a_chunks_call_cancelled_midway_is_aborted_but_still_consumed() ->
             got.append(chunk)
             assert engine.cancel("k") == 1
     assert len(got) == 1
-    # SPEC 5: the cursor advanced at call time, so the run is consumed ...
+    # docs/format.md#binding: the cursor advanced at call time, so the run is consumed ...
     assert engine.consumed_problems() == []
     # ... but the engine says the call was aborted before its last chunk.
     [binding] = engine.state().bindings

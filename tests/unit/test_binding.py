@@ -1,4 +1,4 @@
-"""SPEC section 5: binding live session keys to scripts, cursors, and assert_consumed."""
+"""docs/format.md#binding: binding live session keys to scripts, cursors, and assert_consumed."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ async def test_unrecorded_session_error_claims_nothing() -> None:
     assert isinstance(err, BindingError)
     assert err.message.startswith(
         "a model call arrived from an unrecorded session (#3); the scenario recorded only 2 session(s)")
-    # the 0-based index beside SPEC 5's count, as the debugger numbers sessions
+    # the 0-based index beside the count of docs/format.md#binding, as the debugger numbers sessions
     assert "counting from 0 as the debugger does: session #2, past scripts #0 to #1]" in err.message
     assert "session three" in err.message
     assert [b.session for b in engine.state().bindings] == ["one", "two"]
@@ -90,7 +90,8 @@ async def test_no_scripts_at_all() -> None:
         engine.open_call(None)
     assert "(#1); the scenario recorded only 0 session(s) [" in caught.value.message
     assert "session #0, past no script]" in caught.value.message
-    assert engine.consumed_problems() == []  # SPEC 5's check alone knows nothing of refusals
+    # the binding check alone (docs/format.md#binding) knows nothing of refusals
+    assert engine.consumed_problems() == []
     with pytest.raises(NotConsumedError, match="refused with UNRECORDED_SESSION"):
         engine.assert_consumed()
     [refused] = engine.journal()
@@ -108,7 +109,7 @@ async def test_script_exhausted(length: int, calls: int) -> None:
     assert caught.value.code == "SCRIPT_EXHAUSTED"
     assert caught.value.message.startswith(
         f"script exhausted — session requested model call #{calls} but its script has only {length}")
-    # the 0-based index beside SPEC 5's count, as the debugger numbers calls
+    # the 0-based index beside the count of docs/format.md#binding, as the debugger numbers calls
     assert f"counting from 0 as the debugger does: call #{calls - 1}, past " in caught.value.message
     with pytest.raises(ScriptExhaustedError) as again:
         engine.open_call("k")

@@ -1,5 +1,5 @@
-"""Every scenario of the generations corpus (log formats v2 to v7, SPEC 2b) loads to exactly
-its expected output; ``validate`` agrees with loading; every generation a directory keeps of
+"""Every scenario of the generations corpus (log formats v2 to v7, docs/format.md#generations) loads to
+exactly its expected output; ``validate`` agrees with loading; every generation a directory keeps of
 one role derives the same calls."""
 
 from __future__ import annotations

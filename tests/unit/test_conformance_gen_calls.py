@@ -1,6 +1,7 @@
 """The binding cases of the generations corpus (``calls/``): live calls served in order, each
 given its recorded entry with ``{{session:N}}`` tokens made live ids, the announcement rule
-(``started subagent ID``) and SPEC 5's errors, through the engine and over HTTP."""
+(``started subagent ID``) and the binding errors (docs/format.md#binding), through the engine and over
+HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC section 3 (and 4a): grouping chunks into calls, retries, compaction, seedLength."""
+"""docs/format.md#deriving-scripts (and #edge-cases): grouping chunks into calls, retries, compaction,
+seedLength."""
 
 from __future__ import annotations
 

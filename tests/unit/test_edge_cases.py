@@ -1,4 +1,4 @@
-"""SPEC section 4a: the decided edge cases."""
+"""docs/format.md#edge-cases: the decided edge cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 2b case by case: file selection and version checks, every compact stream record and
+"""docs/format.md#generations case by case: file selection and version checks, every compact stream record and
 its malformed forms, the inherited cut, the sidecar's ``accepted``, tokens and the
 announcement rule, and that loading and ``validate`` agree on each."""
 

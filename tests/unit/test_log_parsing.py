@@ -1,4 +1,4 @@
-"""SPEC section 2: headers, blank lines, malformed lines and packed chunk rows."""
+"""docs/format.md#session-logs: headers, blank lines, malformed lines and packed chunk rows."""
 
 from __future__ import annotations
 

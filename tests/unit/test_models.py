@@ -1,4 +1,4 @@
-"""SPEC section 7 and the configuration models: the provider catalog and ReplayConfig."""
+"""docs/format.md#provider-catalog and the configuration models: the provider catalog and ReplayConfig."""
 
 from __future__ import annotations
 

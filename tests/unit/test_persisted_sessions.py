@@ -1,13 +1,17 @@
-"""Persisted sessions (SPEC 2b.9): concatenated zstd frames of the harness's session store,
-opened directly as one-session scenarios by loading, ``validate``, ``inspect`` and ``serve``;
+"""Persisted sessions (docs/format.md#persisted-sessions): concatenated zstd frames of the harness's session
+store, opened directly as one-session scenarios by loading, ``validate``, ``inspect`` and ``serve``;
 a torn last frame keeps its complete lines with a warning, a damaged frame is an error."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 import zstandard
@@ -145,3 +149,25 @@ def test_a_store_with_two_generations_says_which_was_read(
     assert "session.v4.jsonl.zstd (v4)" in out
     assert "ignored older generations: session.v3.jsonl.zstd (v3)" in out
     assert [p.name for p in load_scenario(tmp_path).ignored] == ["session.v3.jsonl.zstd"]
+
+
+def test_serve_warns_of_a_torn_last_frame_on_stderr_at_start_and_on_reload(
+        tmp_path: Path) -> None:
+    """``serve`` says what validate, inspect and the debugger say: the file and the byte offset
+    of the torn frame, on a ``warning:`` line, once when it starts and again on each reload."""
+    whole = [_frame(HEADER), _frame(_call("kept", 1))]
+    path = _store(tmp_path, [*whole, _frame(_call("lost", 2))[:-12]])
+    expected = f"warning: {path}: the last zstd frame (at byte {sum(map(len, whole))}) is torn"
+    proc = subprocess.Popen([sys.executable, "-m", "replay_engine.cli", "serve", str(path),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert httpx.post(f"{url}/replay/v1/reload", timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2 and all(w.startswith(expected) for w in warnings), warnings
+    assert "replay NOT consumed" in out

@@ -1,4 +1,4 @@
-"""SPEC sections 4a and 6: {{fromRequest:PATTERN}} placeholders."""
+"""docs/format.md#edge-cases and #serving-entries: {{fromRequest:PATTERN}} placeholders."""
 
 from __future__ import annotations
 

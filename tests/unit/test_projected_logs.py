@@ -1,4 +1,5 @@
-"""Projected logs (SPEC 2): events without ``seq``/``time``, packed rows without ``seq0``/``time0``.
+"""Projected logs (docs/format.md#session-logs): events without ``seq``/``time``, packed rows without
+``seq0``/``time0``.
 
 Every loader must read such a log exactly like the same log with its envelopes written out: a
 missing ``seq``/``seq0`` is the number of events before it (rows expanded), a missing
@@ -59,7 +60,7 @@ ROW_LINES = (2, 5)
 
 def project(events: list[dict[str, Any]], drop: tuple[str, ...], lines: tuple[int, ...]) -> tuple[
         list[dict[str, Any]], list[dict[str, Any]]]:
-    """The log with ``drop`` left out of ``lines``, and its twin with the SPEC's values written in."""
+    """The log with ``drop`` left out of ``lines``, and its twin with the format's values written in."""
     projected, twin = copy.deepcopy(events), copy.deepcopy(events)
     for i in lines:
         for key in drop:
@@ -171,8 +172,9 @@ def test_a_present_row_envelope_value_keeps_every_rule(bad: str, other: str, loa
 @pytest.mark.parametrize("value", [None, "7", 1.5])
 @pytest.mark.parametrize("key", ["seq", "time"])
 def test_a_present_event_envelope_value_is_kept_as_given(key: str, value: Any, tmp_path: Path) -> None:
-    """SPEC 2 gives an event's seq and time no rule: a present odd value is kept, never replaced
-    by the projected default; derivation records a time it cannot use as 0 (SPEC 4a)."""
+    """docs/format.md#session-logs gives an event's seq and time no rule: a present odd value is kept, never
+    replaced by the projected default; derivation records a time it cannot use as 0
+    (docs/format.md#edge-cases)."""
     events = full_events()
     events[1][key] = value
     text = log_text(header(), events)
@@ -218,7 +220,7 @@ def test_recorded_context_reads_a_projected_log(tmp_path: Path) -> None:
 
 
 def strip_envelopes(events: list[Any], choices: st.DataObject) -> tuple[list[Any], list[Any]]:
-    """Leave out a random choice of envelope keys; also return the twin with SPEC's values written."""
+    """Leave out a random choice of envelope keys; also return the twin with the format's values written."""
     projected: list[Any] = []
     twin: list[Any] = []
     index = 0

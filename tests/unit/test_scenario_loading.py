@@ -1,4 +1,4 @@
-"""SPEC section 1: scenario directories and the DSH_SNAPSHOT_* variables."""
+"""docs/format.md#scenario-directory: scenario directories and the DSH_SNAPSHOT_* variables."""
 
 from __future__ import annotations
 

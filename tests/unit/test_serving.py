@@ -1,4 +1,5 @@
-"""SPEC section 6: serving chunks, throws and hangs; cancellation and pacing (real engine, real files)."""
+"""docs/format.md#serving-entries: serving chunks, throws and hangs; cancellation and pacing (real engine,
+real files)."""
 
 from __future__ import annotations
 

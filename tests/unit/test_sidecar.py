@@ -1,4 +1,4 @@
-"""SPEC section 4: the replay.override.json sidecar in both forms, validated completely."""
+"""docs/format.md#override-sidecar: the replay.override.json sidecar in both forms, validated completely."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``dsh-replay validate`` warns (exit status unchanged) where a newer harness is stricter than
-the SPEC: a line that is not an object, an event whose present seq/time is not a number.
+the scenario format: a line that is not an object, an event whose present seq/time is not a number.
 
 Run as a real process (``python -m replay_engine.cli``, the process entry that exits without
 freeing), so the output checked is what a user sees on a pipe.

@@ -184,7 +184,7 @@ async def test_a_refused_call_fails_the_verdict_and_is_journaled(tool_loop: Path
         await collect(engine, "s", messages)
     with pytest.raises(ReplayError):
         await collect(engine, "s", FAITHFUL[-1])
-    assert engine.consumed_problems() == []  # SPEC 5 alone would call it consumed
+    assert engine.consumed_problems() == []  # docs/format.md#binding alone would call it consumed
     [problem] = engine.verdict_problems()
     assert problem.startswith("session s: call #3 of script 0 was refused with SCRIPT_EXHAUSTED")
     assert engine.journal()[-1].to_json()["outcome"] == "refused"

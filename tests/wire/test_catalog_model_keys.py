@@ -1,4 +1,4 @@
-"""SPEC 7's later model keys in ``serve --config``: ``imageRequestTokens``,
+"""The later model keys of docs/format.md#provider-catalog in ``serve --config``: ``imageRequestTokens``,
 ``systemPromptUpdate`` and ``toolUpdate`` load when valid (catalog facts: nothing served
 changes) and are refused at load, naming the provider, the model and the key, when not."""
 

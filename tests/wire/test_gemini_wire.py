@@ -1,4 +1,4 @@
-"""The Gemini routes (SPEC 8.6) driven by the real google-genai client over a real socket.
+"""The Gemini routes (docs/format.md#wire-gemini) driven by the real google-genai client over a real socket.
 
 Text, thoughts with their signature, function calls with ids, finish and usage, streamed and
 not, under ``/v1/`` and ``/v1beta/``; throws as the client's own ``APIError`` with the status

@@ -1,4 +1,5 @@
-"""SPEC 4a's integer rule on every wire and in the recorder: a recorded ``12.0`` is the integer 12.
+"""The integer rule of docs/format.md#edge-cases on every wire and in the recorder: a recorded ``12.0`` is the
+integer 12.
 
 Each route reads usage counters through one rule (``replay_engine.jsonnumbers``), so the
 same recording gives the same numbers whichever client asks; the real SDKs judge it, and the

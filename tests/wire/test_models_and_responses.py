@@ -1,7 +1,7 @@
-"""What an agent asks besides model calls (SPEC 8.1 end, 8.5 end), over a real socket with the
-openai SDK: the model list and lookup without a catalog (any id answered, the models of model
-calls listed)
-and with one (unchanged), and ``GET /v1/responses/{id}`` for the responses a run served, while
+"""What an agent asks besides model calls (the ends of docs/format.md#wire-openai-chat and
+#wire-responses), over a real socket with the openai SDK: the model list and lookup without a
+catalog (any id answered, the models of model calls listed) and with one (unchanged), and
+``GET /v1/responses/{id}`` for the responses a run served, while
 ``previous_response_id`` is accepted and serving stays positional."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The chunk -> chat-completion mapping of SPEC 8.1, table by table (no server needed)."""
+"""The chunk -> chat-completion mapping of docs/format.md#wire-openai-chat, table by table (no server
+needed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC 8 preamble over a real server: sessions by path, JSON on every answer, no SDK retries.
+"""The wire's common rules (docs/format.md#wire) over a real server: sessions by path, JSON on every answer,
+no SDK retries.
 
 Also the opening role chunk, which goes out as soon as a call is bound, before the
 step gate holds it.

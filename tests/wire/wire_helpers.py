@@ -1,6 +1,6 @@
 """Helpers of the wire tests: scenario writers and a DeepSeek-style client that rebuilds chunks.
 
-The rebuilder follows SPEC 8.1 from the client's side: the opening role chunk
+The rebuilder follows docs/format.md#wire-openai-chat from the client's side: the opening role chunk
 carries nothing; blocks open in first-seen order (one reasoning block, one text
 block, one block per tool index); a tool block keeps the last id and name the
 wire gave it and stamps them on each of its deltas; and at ``[DONE]`` it emits
@@ -242,7 +242,8 @@ def deepseek_producible(chunks: list[dict[str, Any]]) -> bool:
 
 
 def recorded_content(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a call carries: text, reasoning, tool calls, usage, finish (SPEC 8.1 round trip).
+    """What a call carries: text, reasoning, tool calls, usage, finish (docs/format.md#wire-openai-chat round
+    trip).
 
     A block's content is its deltas, or its block-end when no delta was recorded for it.
     """
@@ -318,7 +319,7 @@ def wire_content(wire_chunks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def finish_on_wire(reason: Any) -> str | None:
-    """The finish_reason SPEC 8.1 maps a recorded finish reason to."""
+    """The finish_reason docs/format.md#wire-openai-chat maps a recorded finish reason to."""
     if reason is None:
         return None
     if reason.get("kind") == "error":

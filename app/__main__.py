@@ -94,7 +94,7 @@ def output_file_problem(flag: str, path: Path) -> str | None:
 def options_from_args(args: argparse.Namespace) -> AppOptions:
     """Validate the arguments into AppOptions: ``argparse.ArgumentTypeError`` for flags that
     cannot be used (exit 2), ReplayError for a file or upstream that does not work (exit 1)."""
-    from replay_engine import serve_options
+    from replay_engine import serve_fields, serve_options
 
     from .app import AppOptions
 
@@ -117,17 +117,11 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
         from replay_engine import check_upstream
 
         check_upstream(args.upstream)
-    return AppOptions(
-        scenario=args.scenario_path, host=serve.host, port=serve.port, pace=serve.pace,
-        providers=serve.providers, ready_dir=serve.ready_dir, url_file=serve.url_file,
-        sdk_retries=serve.sdk_retries, journal_limit=serve.journal_limit,
-        strict=serve.strict, bind=serve.bind,
-        upstream=args.upstream, force=args.force, allow_hosts=serve.allow_hosts,
-        live_from=args.upstream is not None and not args.record,
-        from_divergence=args.from_divergence,
-        mode=args.mode, breaks=tuple(args.breaks),
-        wire=serve.wire,
-    )
+    return AppOptions(**serve_fields(serve), scenario=args.scenario_path,
+                      upstream=args.upstream, force=args.force,
+                      live_from=args.upstream is not None and not args.record,
+                      from_divergence=args.from_divergence, mode=args.mode,
+                      breaks=tuple(args.breaks))
 
 
 INTERRUPTED = 130

@@ -28,7 +28,6 @@ from replay_engine import (
     ReplayServer,
     Scenario,
     atomic_write,
-    cannot_listen,
     loopback_warning,
     run_verdict,
 )
@@ -71,11 +70,7 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         self.options = options
         ready_dir = options.ready_dir
         own = None if ready_dir is not None else Path(tempfile.mkdtemp(prefix="dsh-replay-tui-ready-"))
-        self.state = DebugState(options, ReplayEngine([], pace=options.pace,
-                                                      ready_dir=ready_dir or own,
-                                                      journal_limit=options.journal_limit,
-                                                      strict=options.strict, bind=options.bind),
-                                own_ready_dir=own)
+        self.state = DebugState(options, options.new_engine(ready_dir=own), own_ready_dir=own)
         self.main = MainScreen(self.state)
         self.guard = EditorGuard(lambda: self.screen_stack, self.main)
         self.loader = ScenarioLoader(self.state, self.main, self.guard, self._show_partial)
@@ -233,10 +228,7 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         await record.started.wait()
         if record.error is not None:
             await worker
-            error = record.error
-            message = error.message if isinstance(error, ReplayError) else (
-                f"cannot listen on {self.options.host}:{self.options.port} "
-                f"({error.strerror or error}); pick another --port (0 picks a free one)")
+            message = record.error.message
             self.state.record_refused = message
             self.banner.show_error("Cannot record — nothing recorded or served; q quits",
                                    message, source="record")
@@ -266,19 +258,13 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
     async def _start_server(self, port: int | None = None) -> None:
         try:
             # The scripts route asks for the scenario on every request, so hot reloads show.
-            self.server = ReplayServer(
-                self.engine, host=self.options.host,
-                port=self.options.port if port is None else port,
-                providers=self.options.providers, scenario=lambda: self.state.scenario,
-                reload=self.loader.reload_from_api, sdk_retries=self.options.sdk_retries,
-                allow_hosts=self.options.allow_hosts, wire=self.options.wire,
-            )
+            self.server = ReplayServer.serving(
+                self.engine, self.options, scenario=lambda: self.state.scenario,
+                reload=self.loader.reload_from_api, port=port)
             self.state.url = await self.server.start()
-        except (OSError, ReplayError) as exc:
+        except ReplayError as error:  # CannotListenError: the port cannot be had
             self.server = None
             where = f"{self.options.host}:{self.options.port}"
-            error = cannot_listen(self.options.host, self.options.port, exc) \
-                if isinstance(exc, OSError) else exc
             self.state.serve_error = error.message
             self.banner.show_error(
                 f"Cannot serve on {where} — nothing is served; quitting exits 4", error.message,

@@ -20,6 +20,7 @@ from replay_engine import SIDECAR_NAME, InputError, ReplayError, Scenario
 
 from .headless.external_editor import (
     NO_EDITOR,
+    EditorProblem,
     EditTarget,
     editor_argv,
     editor_command,
@@ -47,7 +48,7 @@ def edit_target(log: EventLog, root: Path, scenario: Scenario | None,
     return EditTarget(root / SIDECAR_NAME) if root.is_dir() else None
 
 
-def missing_program(argv: list[str], env: Mapping[str, str] = os.environ) -> str | None:
+def missing_program(argv: list[str], env: Mapping[str, str] = os.environ) -> EditorProblem | None:
     """Why ``argv[0]`` cannot start (not on ``$PATH``, or not an executable file), else None:
     checked before the terminal is handed over, so a missing editor is a message, not a
     suspended debugger."""
@@ -55,14 +56,16 @@ def missing_program(argv: list[str], env: Mapping[str, str] = os.environ) -> str
     if shutil.which(program, path=env.get("PATH", os.defpath)) is not None:
         return None
     where = "is not an executable file" if os.sep in program else "is not installed (not on $PATH)"
-    return (f"cannot run {program}: it {where}; set $VISUAL / $EDITOR to an editor that is "
-            "installed, or fix the file in another terminal and press l")
+    return EditorProblem(f"cannot run {program}: it {where}; set $VISUAL / $EDITOR to an editor "
+                         "that is installed, or fix the file in another terminal and press l",
+                         started=False)
 
 
-async def run_in_terminal(app: App[Any], argv: list[str]) -> str | None:
-    """Run ``argv`` in the app's terminal with the app suspended; None when it ran, else why it
-    could not (no suspending here, e.g. under a test driver; the program is missing). The app
-    always resumes: Textual's ``suspend`` does not when its block raises, so nothing does."""
+async def run_in_terminal(app: App[Any], argv: list[str]) -> EditorProblem | None:
+    """Run ``argv`` in the app's terminal with the app suspended; None when it ran and exited
+    0, else why not: it could not start (no suspending here, e.g. under a test driver; the
+    program is missing) or it exited with an error status. The app always resumes: Textual's
+    ``suspend`` does not when its block raises, so nothing does."""
     failure: BaseException | None = None
     status = 0
     try:
@@ -73,13 +76,17 @@ async def run_in_terminal(app: App[Any], argv: list[str]) -> str | None:
             except BaseException as exc:  # noqa: BLE001 - re-raised once the app resumed
                 failure = exc
     except SuspendNotSupported:
-        return (f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended "
-                f"in this environment): run {' '.join(argv)} in another terminal, then press l")
+        return EditorProblem(
+            f"cannot hand this terminal to {argv[0]} here (the debugger cannot be suspended in "
+            f"this environment): run {' '.join(argv)} in another terminal, then press l",
+            started=False)
     if isinstance(failure, OSError):
-        return f"cannot run {argv[0]} ({failure.strerror or failure}); check $VISUAL / $EDITOR"
+        return EditorProblem(f"cannot run {argv[0]} ({failure.strerror or failure}); check "
+                             "$VISUAL / $EDITOR", started=False)
     if failure is not None:
         raise failure
-    return None if status == 0 else f"{argv[0]} exited with status {status}"
+    return None if status == 0 else EditorProblem(f"{argv[0]} exited with status {status}",
+                                                   started=True)
 
 
 async def open_in_editor(app: App[Any], target: EditTarget | None, loader: ScenarioLoader,
@@ -102,9 +109,9 @@ async def open_in_editor(app: App[Any], target: EditTarget | None, loader: Scena
         log(f"E: opening {target.describe()} in {command[0]}")
         problem = await run_in_terminal(app, argv)
     if problem is not None:
-        app.notify(problem, severity="warning", timeout=10)
-        log(f"E: {problem}")
-        if problem.startswith("cannot"):
+        app.notify(problem.message, severity="warning", timeout=10)
+        log(f"E: {problem.message}")
+        if not problem.started:
             return
     if target.path.name == SIDECAR_NAME:
         app.run_worker(loader.reload_sidecar(f"edited in {command[0]}"), group="reload")

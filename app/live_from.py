@@ -26,7 +26,6 @@ from replay_engine import (
 )
 from replay_engine import events as ev
 
-from .headless.header import earliest_divergence
 from .headless.state import AppOptions
 from .record_mode import report_text, session_label
 from .screens.review import ReviewScreen
@@ -161,8 +160,7 @@ def live_target(app: LiveFromKeys) -> tuple[int, int] | None:
     selected = app.scripts_view.selected()
     if selected is not None and selected[1] is not None:
         return selected[0], selected[1]
-    run = app.run_name
-    return earliest_divergence(app.engine.state(run), app.engine.journal(run))
+    return app.engine.state(app.run_name).first_divergence
 
 
 class LiveFromKeys:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from replay_engine import (
     CallReport,
+    InputError,
     Recording,
     ReplayError,
     record_scenario,
@@ -66,7 +67,8 @@ class RecordMode:
         """Set once the proxy listens (or failed to: see ``error``)."""
         self.finished = asyncio.Event()
         """Set once the logs are finished."""
-        self.error: ReplayError | OSError | None = None
+        self.error: ReplayError | None = None
+        """Why the recording could not start (``CannotListenError`` for a busy port)."""
         self._stop = asyncio.Event()
 
     @property
@@ -86,7 +88,7 @@ class RecordMode:
         """The port the recorder listened on (the replay server takes it over)."""
         if self.recording is None:
             return None
-        return int(self.recording.url.rsplit(":", 1)[1])
+        return self.recording.port
 
     def _recorded(self, report: CallReport) -> None:
         self.reports.setdefault(session_label(report), []).append(report)
@@ -104,6 +106,12 @@ class RecordMode:
     def _failed(self, error: ReplayError) -> None:
         self.log(Text(f"recording failed [{error.code}]: {error.message}", style="bold red"))
 
+    def _file_error(self, exc: OSError) -> InputError:
+        """A file of the directory that failed (e.g. keeping backups), named."""
+        where = str(exc.filename or self.options.scenario)
+        return InputError(f"{where}: cannot record into it ({exc.strerror or exc}); check its "
+                          "permissions or pick another directory.", file=where)
+
     async def run(self) -> bool:
         """Record until stopped; False when the recording could not start."""
         try:
@@ -111,8 +119,8 @@ class RecordMode:
                                       port=self.options.port, force=self.options.force,
                                       listener=self._recorded, on_failure=self._failed)
             self.recording = await context.__aenter__()
-        except (ReplayError, OSError) as exc:
-            self.error = exc
+        except (ReplayError, OSError) as exc:  # CannotListenError for a busy port
+            self.error = exc if isinstance(exc, ReplayError) else self._file_error(exc)
             self.started.set()
             self.finished.set()
             return False

@@ -1,8 +1,11 @@
 """dsh-replay's core: load recorded agent sessions, derive scripts, and replay them exactly.
 
-This package never imports the TUI; everything here works headless. ``__all__`` is the public
-API (the debugger in ``app/`` uses nothing else); the HTTP server and the demo agent load on
-first use, so importing the package stays light.
+This package never imports the TUI; everything here works headless. The imports under
+``TYPE_CHECKING`` below are the public API, written once: type checkers read them as they
+are, and at run time they are only read (``_public``), so each name's module loads on first
+use and ``import replay_engine`` (and the ``dsh-replay`` start-up) does not pay for pydantic,
+anyio and the server up front. ``__all__`` is made from them; the debugger in ``app/`` uses
+nothing else, and docs/api.md lists every name.
 """
 
 from __future__ import annotations
@@ -11,272 +14,209 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .authoring.draft import (
-        EntryComparison,
-        EntryTextError,
-        OverrideDraft,
-        SavedSidecar,
-        parse_entry_text,
+        EntryComparison as EntryComparison,
+        EntryTextError as EntryTextError,
+        OverrideDraft as OverrideDraft,
+        SavedSidecar as SavedSidecar,
+        parse_entry_text as parse_entry_text,
     )
-    from .authoring.raw import RawSidecar, open_raw_sidecar
-    from .authoring.unfinished import open_draft
-    from .cli.serve_options import ServeOptions, add_serve_arguments, serve_options
-    from .cli.version import VersionAction, package_version
+    from .authoring.raw import (
+        RawSidecar as RawSidecar,
+        open_raw_sidecar as open_raw_sidecar,
+    )
+    from .authoring.unfinished import (
+        open_draft as open_draft,
+    )
     from .context import (
-        ContextItem,
-        DiffRow,
-        content_text,
-        context_range,
-        diff_context,
-        diff_line,
-        live_new_messages,
-        recorded_context,
+        ContextItem as ContextItem,
+        DiffRow as DiffRow,
+        content_text as content_text,
+        context_range as context_range,
+        diff_context as diff_context,
+        diff_line as diff_line,
+        live_new_messages as live_new_messages,
+        recorded_context as recorded_context,
     )
     from .engine import (
-        DEFAULT_JOURNAL_LIMIT,
-        DEFAULT_RUN,
-        HANG_PREFIX,
-        BindingState,
-        BindMode,
-        CallHandle,
-        CallRecord,
-        Pace,
-        ReplayEngine,
-        RunState,
-        StagedScripts,
-        StepMode,
-        diff_scripts,
-        events,
-        parse_breakpoint,
+        DEFAULT_RUN as DEFAULT_RUN,
+        HANG_PREFIX as HANG_PREFIX,
+        BindingState as BindingState,
+        CallRecord as CallRecord,
+        Pace as Pace,
+        ReplayEngine as ReplayEngine,
+        RunState as RunState,
+        StagedScripts as StagedScripts,
+        StepMode as StepMode,
+        events as events,
+        parse_breakpoint as parse_breakpoint,
     )
-    from .engine.placeholders import resolve_scripted_entry
-    from .engine.tokens import TOKEN_MARKER
+    from .engine.placeholders import (
+        resolve_scripted_entry as resolve_scripted_entry,
+    )
+    from .engine.tokens import (
+        TOKEN_MARKER as TOKEN_MARKER,
+    )
     from .errors import (
-        UNFINISHED_CALL,
-        AbortedError,
-        BindingError,
-        CannotListenError,
-        ConfigError,
-        DerivationError,
-        EntryProblem,
-        InputError,
-        LogParseError,
-        NotConsumedError,
-        PlaceholderError,
-        ReplayError,
-        ScenarioNotFoundError,
-        ScenarioNotLoadedError,
-        ScriptedFailure,
-        ScriptExhaustedError,
-        SidecarError,
-        UnrecordedSessionError,
+        MAX_LISTED_PROBLEMS as MAX_LISTED_PROBLEMS,
+        UNFINISHED_CALL as UNFINISHED_CALL,
+        AbortedError as AbortedError,
+        BindingError as BindingError,
+        CannotListenError as CannotListenError,
+        ConfigError as ConfigError,
+        DerivationError as DerivationError,
+        EntryProblem as EntryProblem,
+        InputError as InputError,
+        LogParseError as LogParseError,
+        NotConsumedError as NotConsumedError,
+        PlaceholderError as PlaceholderError,
+        ReplayError as ReplayError,
+        ScenarioNotFoundError as ScenarioNotFoundError,
+        ScriptedFailure as ScriptedFailure,
+        ScriptExhaustedError as ScriptExhaustedError,
+        SidecarError as SidecarError,
+        UnrecordedSessionError as UnrecordedSessionError,
     )
-    from .files import Rename, atomic_write, fingerprint
+    from .files import (
+        Rename as Rename,
+        atomic_write as atomic_write,
+        fingerprint as fingerprint,
+    )
     from .models import (
-        AnyEntry,
-        ChunksEntry,
-        HangEntry,
-        ModelConfig,
-        OverrideDocument,
-        OverridePatch,
-        ProviderConfig,
-        ReplayConfig,
-        ReplayEntry,
-        ScriptEntry,
-        SessionHeader,
-        SessionScript,
-        ThrowEntry,
-        entry_to_json,
+        AnyEntry as AnyEntry,
+        ChunksEntry as ChunksEntry,
+        HangEntry as HangEntry,
+        ModelConfig as ModelConfig,
+        ProviderConfig as ProviderConfig,
+        ReplayConfig as ReplayConfig,
+        ScriptEntry as ScriptEntry,
+        SessionScript as SessionScript,
+        ThrowEntry as ThrowEntry,
+        entry_to_json as entry_to_json,
     )
     from .presentation import (
-        EXIT_FAILED,
-        EXIT_NOT_CONSUMED,
-        EXIT_NOT_SERVING,
-        EXIT_OK,
-        EXIT_USAGE,
-        VERDICT_WAITING,
-        run_verdict,
-        summarize_entry,
-        verdict,
-        verdict_text,
+        EXIT_FAILED as EXIT_FAILED,
+        EXIT_NOT_CONSUMED as EXIT_NOT_CONSUMED,
+        EXIT_NOT_SERVING as EXIT_NOT_SERVING,
+        EXIT_OK as EXIT_OK,
+        EXIT_USAGE as EXIT_USAGE,
+        VERDICT_WAITING as VERDICT_WAITING,
+        divergence_note as divergence_note,
+        run_verdict as run_verdict,
+        summarize_entry as summarize_entry,
+        verdict as verdict,
+        verdict_text as verdict_text,
     )
-    from .record import CallReport, Recording, check_upstream, record_scenario
-    from .record.redact import shown_url
-    from .record.repair import CallRef, RepairSession, parse_call_ref
-    from .record.summary import recording_summary, report_warnings
-    from .review import CallDiff, ScenarioDiff, ScriptDiff, diff_scenarios
-    from .safe_text import printable
-    from .scenario.config import load_serve_config
-    from .scenario.derive import derive_replay_script, js_string
-    from .scenario.derive_fast import load_log
-    from .scenario.layout import generation_label, is_scenario_file
+    from .record import (
+        CallReport as CallReport,
+        Recording as Recording,
+        check_upstream as check_upstream,
+        record_scenario as record_scenario,
+    )
+    from .record.redact import (
+        shown_url as shown_url,
+    )
+    from .record.repair import (
+        RepairSession as RepairSession,
+    )
+    from .record.summary import (
+        recording_summary as recording_summary,
+        report_warnings as report_warnings,
+    )
+    from .review import (
+        CallDiff as CallDiff,
+        ScenarioDiff as ScenarioDiff,
+        ScriptDiff as ScriptDiff,
+        diff_scenarios as diff_scenarios,
+    )
+    from .safe_text import (
+        printable as printable,
+    )
+    from .scenario.derive import (
+        derive_replay_script as derive_replay_script,
+        js_string as js_string,
+    )
+    from .scenario.derive_fast import (
+        load_log as load_log,
+    )
+    from .scenario.layout import (
+        generation_label as generation_label,
+        is_scenario_file as is_scenario_file,
+    )
     from .scenario.loading import (
-        CHILD_RE,
-        PRIMARY_NAME,
-        LoadProgress,
-        Scenario,
-        load_replay_script,
-        load_scenario,
-        load_scenario_config,
-        load_session_scripts,
+        LoadProgress as LoadProgress,
+        Scenario as Scenario,
+        load_replay_script as load_replay_script,
+        load_scenario as load_scenario,
+        load_session_scripts as load_session_scripts,
     )
-    from .scenario.logs import parse_session_header, parse_session_log
+    from .scenario.logs import (
+        parse_session_header as parse_session_header,
+        parse_session_log as parse_session_log,
+    )
     from .scenario.sidecar import (
-        SIDECAR_NAME,
-        Sidecar,
-        load_sidecar,
-        parse_sidecar_text,
-        validate_entry,
-        validate_sidecar,
+        SIDECAR_NAME as SIDECAR_NAME,
+        load_sidecar as load_sidecar,
+        parse_sidecar_text as parse_sidecar_text,
+        validate_entry as validate_entry,
+        validate_sidecar as validate_sidecar,
     )
-    from .server import ReplayServer, is_loopback
-    from .server.listen import cannot_listen, host_arg, loopback_warning, port_arg
-    from .statuscodes import STATUS_BY_CODE, known_throw_codes, throw_code_warning
-    from .testing.demo_agent import DEMO_DIALECTS, run_demo_agent
-    from .testing.demo_conversation import run_demo_conversation
-    from .wire.dialect import WireOptions
+    from .server import (
+        ReplayServer as ReplayServer,
+    )
+    from .server.listen import (
+        loopback_warning as loopback_warning,
+    )
+    from .server.options import (
+        ServeOptions as ServeOptions,
+        add_serve_arguments as add_serve_arguments,
+        serve_fields as serve_fields,
+        serve_options as serve_options,
+    )
+    from .statuscodes import (
+        STATUS_BY_CODE as STATUS_BY_CODE,
+        known_throw_codes as known_throw_codes,
+        throw_code_warning as throw_code_warning,
+    )
+    from .testing.demo_agent import (
+        run_demo_agent as run_demo_agent,
+    )
+    from .testing.demo_conversation import (
+        run_demo_conversation as run_demo_conversation,
+    )
+    from .version import (
+        VersionAction as VersionAction,
+    )
+    from .wire.dialect import (
+        WireOptions as WireOptions,
+    )
 
-_LAZY: dict[str, str] = {
-    "EntryComparison": "authoring.draft",
-    "EntryTextError": "authoring.draft",
-    "OverrideDraft": "authoring.draft",
-    "SavedSidecar": "authoring.draft",
-    "parse_entry_text": "authoring.draft",
-    "open_draft": "authoring.unfinished",
-    "RawSidecar": "authoring.raw",
-    "open_raw_sidecar": "authoring.raw",
-    "load_serve_config": "scenario.config",
-    "derive_replay_script": "scenario.derive",
-    "js_string": "scenario.derive",
-    "load_log": "scenario.derive_fast",
-    "ContextItem": "context",
-    "DiffRow": "context",
-    "content_text": "context",
-    "context_range": "context",
-    "diff_context": "context",
-    "diff_line": "context",
-    "live_new_messages": "context",
-    "recorded_context": "context",
-    "DEFAULT_JOURNAL_LIMIT": "engine",
-    "StagedScripts": "engine",
-    "BindMode": "engine",
-    "DEFAULT_RUN": "engine",
-    "HANG_PREFIX": "engine",
-    "BindingState": "engine",
-    "CallHandle": "engine",
-    "CallRecord": "engine",
-    "Pace": "engine",
-    "ReplayEngine": "engine",
-    "RunState": "engine",
-    "StepMode": "engine",
-    "parse_breakpoint": "engine",
-    "diff_scripts": "engine",
-    "events": "engine",
-    "UNFINISHED_CALL": "errors",
-    "AbortedError": "errors",
-    "EntryProblem": "errors",
-    "BindingError": "errors",
-    "ConfigError": "errors",
-    "DerivationError": "errors",
-    "InputError": "errors",
-    "LogParseError": "errors",
-    "NotConsumedError": "errors",
-    "PlaceholderError": "errors",
-    "ReplayError": "errors",
-    "ScenarioNotFoundError": "errors",
-    "ScriptedFailure": "errors",
-    "ScenarioNotLoadedError": "errors",
-    "throw_code_warning": "statuscodes",
-    "STATUS_BY_CODE": "statuscodes",
-    "known_throw_codes": "statuscodes",
-    "CannotListenError": "errors",
-    "ScriptExhaustedError": "errors",
-    "SidecarError": "errors",
-    "UnrecordedSessionError": "errors",
-    "Rename": "files",
-    "atomic_write": "files",
-    "fingerprint": "files",
-    "parse_session_header": "scenario.logs",
-    "parse_session_log": "scenario.logs",
-    "AnyEntry": "models",
-    "ChunksEntry": "models",
-    "HangEntry": "models",
-    "ModelConfig": "models",
-    "OverrideDocument": "models",
-    "OverridePatch": "models",
-    "ProviderConfig": "models",
-    "ReplayConfig": "models",
-    "ReplayEntry": "models",
-    "ScriptEntry": "models",
-    "SessionHeader": "models",
-    "SessionScript": "models",
-    "ThrowEntry": "models",
-    "entry_to_json": "models",
-    "resolve_scripted_entry": "engine.placeholders",
-    "EXIT_FAILED": "presentation",
-    "EXIT_NOT_CONSUMED": "presentation",
-    "EXIT_NOT_SERVING": "presentation",
-    "EXIT_OK": "presentation",
-    "EXIT_USAGE": "presentation",
-    "VERDICT_WAITING": "presentation",
-    "run_verdict": "presentation",
-    "summarize_entry": "presentation",
-    "verdict": "presentation",
-    "verdict_text": "presentation",
-    "CHILD_RE": "scenario.loading",
-    "PRIMARY_NAME": "scenario.loading",
-    "Scenario": "scenario.loading",
-    "LoadProgress": "scenario.loading",
-    "load_replay_script": "scenario.loading",
-    "load_scenario": "scenario.loading",
-    "load_scenario_config": "scenario.loading",
-    "load_session_scripts": "scenario.loading",
-    "is_scenario_file": "scenario.layout",
-    "SIDECAR_NAME": "scenario.sidecar",
-    "Sidecar": "scenario.sidecar",
-    "load_sidecar": "scenario.sidecar",
-    "parse_sidecar_text": "scenario.sidecar",
-    "validate_entry": "scenario.sidecar",
-    "validate_sidecar": "scenario.sidecar",
-    "ReplayServer": "server",
-    "is_loopback": "server",
-    "host_arg": "server.listen",
-    "loopback_warning": "server.listen",
-    "cannot_listen": "server.listen",
-    "printable": "safe_text",
-    "port_arg": "server.listen",
-    "run_demo_agent": "testing.demo_agent",
-    "DEMO_DIALECTS": "testing.demo_agent",
-    "run_demo_conversation": "testing.demo_conversation",
-    "generation_label": "scenario.layout",
-    "TOKEN_MARKER": "engine.tokens",
-    "CallReport": "record",
-    "Recording": "record",
-    "check_upstream": "record",
-    "record_scenario": "record",
-    "recording_summary": "record.summary",
-    "report_warnings": "record.summary",
-    "shown_url": "record.redact",
-    "CallRef": "record.repair",
-    "RepairSession": "record.repair",
-    "parse_call_ref": "record.repair",
-    "CallDiff": "review",
-    "ScenarioDiff": "review",
-    "ScriptDiff": "review",
-    "diff_scenarios": "review",
-    "package_version": "cli.version",
-    "VersionAction": "cli.version",
-    "ServeOptions": "cli.serve_options",
-    "WireOptions": "wire.dialect",
-    "add_serve_arguments": "cli.serve_options",
-    "serve_options": "cli.serve_options",
-}
-"""Where each public name lives: imported on first use, so ``import replay_engine`` (and
-the ``dsh-replay`` start-up) does not pay for pydantic, anyio and the server up front."""
+_where: dict[str, str] | None = None
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use (PEP 562)."""
-    module = _LAZY.get(name)
+def _public() -> dict[str, str]:
+    """Each public name and the module it lives in, read from the ``TYPE_CHECKING`` imports of
+    this file (parsed once, not run)."""
+    global _where
+    if _where is None:
+        import ast
+        from pathlib import Path
+
+        tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+        block = next(node for node in tree.body if isinstance(node, ast.If)
+                     and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        _where = {alias.asname or alias.name: str(stmt.module) for stmt in block.body
+                  if isinstance(stmt, ast.ImportFrom) for alias in stmt.names}
+    return _where
+
+
+def _first_use(name: str) -> Any:
+    """``__all__``, or a public name, its module imported on first use (the module's
+    ``__getattr__``, PEP 562)."""
+    if name == "__all__":
+        names = list(_public())
+        globals()["__all__"] = names
+        return names
+    module = _public().get(name)
     if module is None:
         raise AttributeError(f"module 'replay_engine' has no attribute {name!r}")
     from importlib import import_module
@@ -287,141 +227,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_public()))
 
 
-__all__ = [
-    "CallDiff",
-    "CallRef",
-    "RepairSession",
-    "ScenarioDiff",
-    "ScriptDiff",
-    "diff_scenarios",
-    "parse_call_ref",
-    "UNFINISHED_CALL",
-    "CHILD_RE",
-    "DEFAULT_JOURNAL_LIMIT",
-    "StagedScripts",
-    "DEFAULT_RUN",
-    "HANG_PREFIX",
-    "EXIT_FAILED",
-    "BindMode",
-    "EXIT_NOT_CONSUMED",
-    "EXIT_NOT_SERVING",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "VERDICT_WAITING",
-    "PRIMARY_NAME",
-    "SIDECAR_NAME",
-    "is_scenario_file",
-    "AbortedError",
-    "AnyEntry",
-    "BindingError",
-    "BindingState",
-    "CallHandle",
-    "CallRecord",
-    "ChunksEntry",
-    "ConfigError",
-    "ContextItem",
-    "DerivationError",
-    "DiffRow",
-    "EntryComparison",
-    "EntryProblem",
-    "EntryTextError",
-    "HangEntry",
-    "InputError",
-    "LogParseError",
-    "ModelConfig",
-    "NotConsumedError",
-    "OverrideDocument",
-    "OverrideDraft",
-    "OverridePatch",
-    "Pace",
-    "PlaceholderError",
-    "ProviderConfig",
-    "Rename",
-    "ReplayConfig",
-    "ReplayEngine",
-    "ReplayEntry",
-    "ReplayError",
-    "ReplayServer",
-    "RunState",
-    "RawSidecar",
-    "SavedSidecar",
-    "StepMode",
-    "Scenario",
-    "ScenarioNotFoundError",
-    "ScriptEntry",
-    "ScenarioNotLoadedError",
-    "CannotListenError",
-    "ScriptExhaustedError",
-    "ScriptedFailure",
-    "SessionHeader",
-    "SessionScript",
-    "Sidecar",
-    "SidecarError",
-    "ThrowEntry",
-    "UnrecordedSessionError",
-    "ServeOptions",
-    "VersionAction",
-    "WireOptions",
-    "atomic_write",
-    "content_text",
-    "context_range",
-    "derive_replay_script",
-    "diff_context",
-    "diff_line",
-    "diff_scripts",
-    "entry_to_json",
-    "events",
-    "parse_breakpoint",
-    "fingerprint",
-    "is_loopback",
-    "add_serve_arguments",
-    "host_arg",
-    "loopback_warning",
-    "cannot_listen",
-    "serve_options",
-    "printable",
-    "port_arg",
-    "js_string",
-    "live_new_messages",
-    "load_log",
-    "LoadProgress",
-    "load_replay_script",
-    "load_scenario",
-    "load_scenario_config",
-    "load_serve_config",
-    "load_session_scripts",
-    "load_sidecar",
-    "open_draft",
-    "open_raw_sidecar",
-    "package_version",
-    "parse_entry_text",
-    "parse_session_header",
-    "parse_session_log",
-    "parse_sidecar_text",
-    "recorded_context",
-    "resolve_scripted_entry",
-    "throw_code_warning",
-    "STATUS_BY_CODE",
-    "known_throw_codes",
-    "run_demo_agent",
-    "DEMO_DIALECTS",
-    "run_demo_conversation",
-    "generation_label",
-    "TOKEN_MARKER",
-    "CallReport",
-    "Recording",
-    "check_upstream",
-    "record_scenario",
-    "recording_summary",
-    "report_warnings",
-    "shown_url",
-    "summarize_entry",
-    "validate_entry",
-    "validate_sidecar",
-    "run_verdict",
-    "verdict",
-    "verdict_text",
-]
+if not TYPE_CHECKING:  # hidden from type checkers: a name not imported above is an error there
+    __getattr__ = _first_use

@@ -84,23 +84,34 @@ def verdict(engine: ReplayEngine) -> tuple[bool, list[str]]:
             lines.extend(f"  - {printable(p)}" for p in problems)
         else:
             lines.append(f"replay consumed ({label})")
-        diverged = engine.first_divergence(run)
-        if diverged is not None:
-            lines.append(f"  first divergence: {printable(diverged)}")
+        note = divergence_note(engine, run)
+        if note is not None:
+            lines.append(f"  {note}")
     return ok, lines
 
 
-def verdict_text(problems: list[str], scripts: int) -> str:
-    """The debugger's verdict for one run, as shown in its modal and event log."""
+def divergence_note(engine: ReplayEngine, run: str) -> str | None:
+    """``first divergence: …`` of a run, printable on one line (None: it never left the
+    recording); every verdict shows it in these words."""
+    diverged = engine.first_divergence(run)
+    return None if diverged is None else f"first divergence: {printable(diverged)}"
+
+
+def verdict_text(problems: list[str], scripts: int, run: str | None = None) -> str:
+    """The debugger's verdict for one run (named when given), as its modal and event log
+    show it."""
+    head = "assert-consumed" + (f" (run {run})" if run is not None else "")
     if not problems:
-        return f"assert-consumed: ok — all {scripts} recorded script(s) fully consumed"
-    return "assert-consumed: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
+        return f"{head}: ok — all {scripts} recorded script(s) fully consumed"
+    return f"{head}: NOT consumed\n" + "\n".join(f"  - {p}" for p in problems)
 
 
 def run_verdict(engine: ReplayEngine, run: str) -> dict[str, Any]:
-    """One run's verdict as JSON: every problem, the ``unconsumed`` ones (docs/format.md#binding) apart, and
-    the journal (what ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin
-    reads once the debugger let go)."""
+    """One run's verdict as JSON: every problem, the ``unconsumed`` ones
+    (docs/format.md#binding) apart, the first divergence and the journal (what
+    ``dsh-replay-tui --verdict-file`` writes on quit, and the pytest plugin reads once the
+    debugger let go)."""
     return {"run": run, "problems": engine.verdict_problems(run),
             "unconsumed": engine.consumed_problems(run),
+            "firstDivergence": engine.first_divergence_json(run),
             "journal": [record.to_json() for record in engine.journal(run)]}

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
 from replay_engine import events as ev
 
+from .header import pace_label
 from .scriptinfo import RULE_WORDS
 
 
 def _who(session: str | None) -> str:
     return session if session is not None else "(anonymous)"
-
-
-_RECORDED = re.compile(r"recorded x([0-9.e+-]+) \(else (\d+)ms\)")
-
-
-def pace_words(described: str) -> str:
-    """The engine's short pace form in the header's words (``burst`` → ``no delay``)."""
-    if described == "burst":
-        return "no delay"
-    match = _RECORDED.fullmatch(described)
-    if match:
-        fallback = f", {match.group(2)}ms where none recorded" if match.group(2) != "0" else ""
-        return f"recorded gaps x{match.group(1)}{fallback}"
-    if described.endswith("ms"):
-        return described + " per chunk"
-    return described
 
 
 def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
@@ -78,6 +61,6 @@ def format_event(event: ev.EngineEvent, names: list[str]) -> Text | None:
                     "dropped from now on", style="yellow")
     if isinstance(event, ev.SettingsChanged):
         s = event.settings
-        return Text(f"settings: mode {s.get('mode')}, pace {pace_words(str(s.get('pace')))}, "
+        return Text(f"settings: mode {s.get('mode')}, pace {pace_label(event.pace)}, "
                     f"{len(s.get('breakpoints', []))} breakpoint(s)", style="dim")
     return None

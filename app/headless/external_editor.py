@@ -34,6 +34,16 @@ class EditTarget:
         return f"{self.path}:{self.line}" if self.line is not None else str(self.path)
 
 
+@dataclass(frozen=True, slots=True)
+class EditorProblem:
+    """Why ``E``'s editor did not end cleanly: ``started`` is False when it never ran (the
+    terminal could not be handed over, the program is missing), so there is nothing to
+    reload; True when it ran and exited with an error status (the file may have changed)."""
+
+    message: str
+    started: bool
+
+
 def editor_command(env: Mapping[str, str]) -> list[str] | None:
     """The editor command the environment names (``$VISUAL`` first), split like a shell would;
     None when neither is set."""

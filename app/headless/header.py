@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from replay_engine import VERDICT_WAITING, CallRecord, Pace, RunState
+from replay_engine import VERDICT_WAITING, Pace, RunState
 
 GAP = "  "
 MIN_PATH = 12
@@ -60,8 +60,6 @@ class ReplayFacts:
     flight: str = ""
     """What is in flight, cut or refused (``consumed ✓`` shows only when it is empty)."""
     runs: Sequence[str] = ()
-    diverged: tuple[int, int] | None = None
-    """(script, call) of the run's earliest diverged call."""
     strict: bool = False
 
 
@@ -89,8 +87,8 @@ def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
     hanging = sum(1 for b in state.bindings if b.status == "hanging")
     if hanging:
         flags.append(Text(f"HANGING {hanging}", style="bold white on red"))
-    if f.diverged is not None:
-        script, call = f.diverged
+    if state.first_divergence is not None:
+        script, call = state.first_divergence
         of = "" if script == 0 else f" of script {script}"
         flags.append(Text(f"diverged at #{call}{of}", style="bold red"))
     if not f.loaded:
@@ -202,14 +200,3 @@ def _width(segments: Iterable[Text]) -> int:
 
 def _join(segments: Sequence[Text]) -> Text:
     return Text(GAP).join(segments)
-
-
-def earliest_divergence(state: RunState, journal: Sequence[CallRecord]) -> tuple[int, int] | None:
-    """(script, call) of the run's first diverged call in call order (each session's first, the
-    journal deciding between sessions)."""
-    firsts = [(b.session, b.script_index, b.diverged[0]) for b in state.bindings if b.diverged]
-    if len(firsts) <= 1:
-        return (firsts[0][1], firsts[0][2]) if firsts else None
-    order = {(r.session, r.script_index, r.call_index): r.call_id for r in journal}
-    best = min(firsts, key=lambda f: order.get(f, 1 << 62))
-    return best[1], best[2]

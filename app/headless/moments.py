@@ -44,11 +44,6 @@ SEARCH = "search"
 SPARE = "spare"
 """Offered in any moment, when the footer has room left."""
 
-STATE_MOMENTS = (ZOOMED, RECORDING, GOING_LIVE, CAN_GO_LIVE, LOAD_FAILED, UNFINISHED, UNBOUND,
-                 PAUSED, HANGING, STREAMING, IDLE)
-"""State moments, in the order the footer offers their keys."""
-FOCUS_MOMENTS = (BANNER, SCRIPTS, CALL, LIVE)
-
 
 @dataclass(frozen=True, slots=True)
 class Situation:

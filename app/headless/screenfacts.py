@@ -8,31 +8,14 @@ from collections.abc import Sequence
 
 from replay_engine import BindingState, RunState, ScenarioNotFoundError, shown_url
 
-from .header import RecordFacts, ReplayFacts, earliest_divergence
+from .header import RecordFacts, ReplayFacts
 from .loading import EDITOR_FIXES
 from .moments import Situation
 from .state import DebugState
 from .verdicts import flight_summary
 
 
-class DivergenceMemo:
-    """The run's earliest diverged call, read from the journal only when the sessions' first
-    divergences change (and more than one session has one)."""
-
-    def __init__(self) -> None:
-        self._key: tuple[object, ...] = ()
-        self._found: tuple[int, int] | None = None
-
-    def earliest(self, state: DebugState, run: RunState) -> tuple[int, int] | None:
-        """(script, call) of the earliest diverged call of ``run``."""
-        key = tuple((b.session, b.diverged[:1]) for b in run.bindings if b.diverged)
-        if key != self._key:
-            journal = state.engine.journal(run.run) if len(key) > 1 else []
-            self._key, self._found = key, earliest_divergence(run, journal)
-        return self._found
-
-
-def replay_facts(state: DebugState, run: RunState, diverged: tuple[int, int] | None) -> ReplayFacts:
+def replay_facts(state: DebugState, run: RunState) -> ReplayFacts:
     """The replay header's facts for the followed run."""
     engine = state.engine
     return ReplayFacts(
@@ -40,7 +23,7 @@ def replay_facts(state: DebugState, run: RunState, diverged: tuple[int, int] | N
         breakpoints=len(engine.breakpoints_of(run.run)),
         paused=len(engine.paused_sessions(run.run)), untimed=state.untimed_logs(),
         loaded=state.scenario is not None, flight=flight_summary(run), runs=state.runs(),
-        diverged=diverged, strict=state.options.strict)
+        strict=state.options.strict)
 
 
 def record_facts(state: DebugState) -> RecordFacts | None:

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from replay_engine import (
-    DEFAULT_JOURNAL_LIMIT,
     DEFAULT_RUN,
-    BindMode,
     HangEntry,
-    Pace,
-    ProviderConfig,
     ReplayEngine,
     ReplayError,
     RunState,
     Scenario,
+    ServeOptions,
     StepMode,
-    WireOptions,
 )
 
 
@@ -43,30 +39,17 @@ class RecordingStatus(Protocol):
         """The header's first segment (None: ``● RECORDING → upstream``)."""
 
 
-@dataclass(slots=True)
-class AppOptions:
-    """What the command line (or a test) asks of the debugger."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppOptions(ServeOptions):
+    """What the command line (or a test) asks of the debugger: the serve option set every
+    front end shares (``ServeOptions``: listening, pace, catalog, ready dir, URL file, journal
+    limit, strict, bind, wire), and the debugger's own."""
 
     scenario: Path
-    host: str = "127.0.0.1"
-    port: int = 8765
-    pace: Pace = field(default_factory=Pace)
-    providers: list[ProviderConfig] | None = None
-    ready_dir: Path | None = None
     serve: bool = True
     watch: bool = True
     url_label: str | None = None
     """Shown instead of the real URL (snapshots use a fixed one)."""
-    url_file: Path | None = None
-    """Where the base URL is written (atomically) once the server is up."""
-    sdk_retries: bool = False
-    """Leave ``x-should-retry: false`` off error answers (client SDKs may retry them)."""
-    journal_limit: int = DEFAULT_JOURNAL_LIMIT
-    """Calls each run's journal keeps (``--journal-limit``)."""
-    strict: bool = False
-    """A request that left the recording fails the verdict (``--strict``)."""
-    bind: BindMode = "content"
-    """How new sessions claim scripts (``--bind``)."""
     upstream: str | None = None
     """Record mode: record calls forwarded to this base URL into ``scenario`` first, then load
     and serve what was recorded."""
@@ -77,15 +60,11 @@ class AppOptions:
     a chosen call (``live_from.py``) instead of recording first."""
     from_divergence: bool = False
     """With ``live_from``: each session goes live at its first diverged call by itself."""
-    allow_hosts: tuple[str, ...] = ()
-    """Host / Origin names served besides loopback and the listening address."""
     mode: StepMode = "run"
     """The step mode the default run starts in (``--mode``): ``call`` holds every call before
     its first chunk, ``chunk`` every chunk, so nothing is served before a key is pressed."""
     breaks: tuple[tuple[int, int], ...] = ()
     """Breakpoints (script, call) of the default run from the start (``--break``)."""
-    wire: WireOptions = field(default_factory=WireOptions)
-    """``--chat-error-finish`` and ``--responses-reasoning``."""
 
 
 @dataclass(slots=True)

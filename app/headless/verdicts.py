@@ -15,7 +15,7 @@ from replay_engine import (
     ReplayEngine,
     ReplayError,
     RunState,
-    printable,
+    verdict,
 )
 
 
@@ -47,8 +47,8 @@ class QuitVerdict:
 
 def quit_verdict(engine: ReplayEngine, *, load_error: ReplayError | None, loaded: bool,
                  serve_error: str | None) -> QuitVerdict:
-    """The verdict on quit: per run that bound a session or refused a call (the default run
-    when none did) every problem of the engine's verdict and the first divergence; or why
+    """The verdict on quit: ``dsh-replay serve``'s verdict (``presentation.verdict``: per run
+    that bound a session or refused a call, every problem and the first divergence); or why
     nothing was served.
 
     Exit status: 0 consumed, 3 not consumed, 1 the scenario never loaded, 4 the server could
@@ -65,17 +65,5 @@ def quit_verdict(engine: ReplayEngine, *, load_error: ReplayError | None, loaded
         code = code if code is not None else EXIT_FAILED
     if code is not None:
         return QuitVerdict(code, lines)
-    ok = True
-    for run in engine.verdict_runs():
-        problems = engine.verdict_problems(run)
-        label = printable(f"run {run}")
-        if problems:
-            ok = False
-            lines.append(f"replay NOT consumed ({label}):")
-            lines.extend(f"  - {printable(p)}" for p in problems)
-        else:
-            lines.append(f"replay consumed ({label})")
-        diverged = engine.first_divergence(run)
-        if diverged is not None:
-            lines.append(f"  first divergence: {printable(diverged)}")
+    ok, lines = verdict(engine)
     return QuitVerdict(EXIT_OK if ok else EXIT_NOT_CONSUMED, lines)

@@ -16,13 +16,12 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantBlur, DescendantFocus
 from textual.widgets import Input
 
-from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario
+from replay_engine import BindingState, CallRecord, Pace, ReplayError, Scenario, divergence_note
 from replay_engine import events as ev
 
 from ..headless.moments import SEARCH, moments
 from ..headless.pace import step_pace
 from ..headless.screenfacts import (
-    DivergenceMemo,
     connect_hint,
     empty_scripts,
     nothing_selected,
@@ -71,7 +70,6 @@ class MainScreen(FeedScreen):
         """Set once the panes exist (loading shows its result in them)."""
         self._record_key: tuple[int, int] | None = None
         self._record_cache: CallRecord | None = None
-        self._diverged = DivergenceMemo()
         self._panes: Panes | None = None
         self._widgets: tuple[StatusHeader, ContextFooter] | None = None
 
@@ -199,7 +197,7 @@ class MainScreen(FeedScreen):
         if recording is not None:
             self.header.show_recording(recording)
         else:
-            self.header.show(replay_facts(state, run, self._diverged.earliest(state, run)))
+            self.header.show(replay_facts(state, run))
         self.scripts_view.set_live(run, engine.breakpoints_of(run.run))
         self.live_pane.set_state(run, names, [engine.state(r) for r in engine.bound_runs()])
         self.live_pane.set_hint(connect_hint(state))
@@ -408,8 +406,8 @@ class MainScreen(FeedScreen):
         flight or was aborted by the user."""
         engine, run = self.state.engine, self.state.run_name
         problems = engine.verdict_problems(run)  # in-flight, cut and refused calls included
-        diverged = engine.first_divergence(run)
-        notes = [f"first divergence: {diverged}"] if diverged is not None else []
+        note = divergence_note(engine, run)
+        notes = [note] if note is not None else []
         loaded = self.state.scenario is not None
         text, _ = verdict_lines(problems, len(engine.scripts), notes, run=run, loaded=loaded)
         self.log_line(text.splitlines()[0])

@@ -22,8 +22,7 @@ def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: s
     if not loaded:
         return (f"assert-consumed (run {run}): nothing served — the scenario never loaded; fix "
                 "it (see the banner) and press l", False)
-    text = verdict_text(problems, scripts).replace("assert-consumed:", f"assert-consumed (run {run}):",
-                                                   1)
+    text = verdict_text(problems, scripts, run)
     if notes:
         text += "\n" + "\n".join(f"  {n}" for n in notes)
     return text, not problems

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.widget import Widget
 
-from replay_engine import InputError, ReplayError
+from replay_engine import MAX_LISTED_PROBLEMS, InputError, ReplayError
 
 from ..keymap import LIST_KEYS, bindings
 from .line_list import LineList
@@ -40,7 +40,7 @@ def whole_error(title: str, error: ReplayError | str) -> Text:
     text.append(f"\n{describe_error(error)}\n", style="bold")
     text.append(error.message)
     problems = getattr(error, "problems", None)
-    if isinstance(problems, list) and len(problems) > 1 and "more problem" in error.message:
+    if isinstance(problems, list) and len(problems) > MAX_LISTED_PROBLEMS:  # the message counts the rest
         text.append(f"\n\nAll {len(problems)} problems:", style="bold")
         for problem in problems:
             text.append(f"\n  {problem}")

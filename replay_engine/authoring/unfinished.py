@@ -14,12 +14,8 @@ from pathlib import Path
 from ..errors import OVERRIDE_EDIT, UNFINISHED_CALL, ConfigError, DerivationError
 from ..models import AnyEntry, ReplayConfig, ScriptEntry, SessionHeader
 from ..scenario.derive_fast import load_log
-from ..scenario.loading import (
-    PRIMARY_NAME,
-    config_from_directory,
-    load_scenario,
-    reads_by_generation,
-)
+from ..scenario.layout import PRIMARY_NAME
+from ..scenario.loading import config_from_directory, load_scenario, reads_by_generation
 from ..scenario.sidecar import SIDECAR_NAME, apply_sidecar
 from .compare import read_sidecar_file
 from .draft import OverrideDraft

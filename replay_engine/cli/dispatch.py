@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import CannotListenError, ReplayError
-from .version import VersionAction
+from ..version import VersionAction
 
 Handler = Callable[[argparse.Namespace], int]
 Register = Callable[[Any], None]

@@ -6,7 +6,7 @@ load as recorded (a child session's call failed upstream; the message names it),
 recording failed (a write that failed stops it at once, the error named; the logs keep every
 whole call) or another recorder holds the directory; 4 when it cannot listen on its port (as
 ``serve`` and the debugger). The listening flags and ``--url-file`` are the serving front
-ends' own (``serve_options``).
+ends' own (``server/options.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from ..record.writer import DEFAULT_FORMAT, FORMATS
 from ..server.listen import (
     RECORDING_EXPOSES,
     add_listen_arguments,
-    cannot_listen,
     loopback_warning,
 )
-from .serve_options import add_url_file_argument
+from ..server.options import add_url_file_argument
 
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 
@@ -89,17 +88,12 @@ async def _record(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        try:
-            context = record_scenario(args.scenario, args.upstream, host=args.host,
-                                      port=args.port, pack=args.pack, force=args.force,
-                                      log_format=args.log_format,
-                                      listener=show, on_failure=lambda _: stop.set(),
-                                      scrub=scrub)
-            recording: Recording = await context.__aenter__()
-        except OSError as exc:
-            if exc.filename is not None:
-                raise
-            raise cannot_listen(args.host, args.port, exc) from None
+        context = record_scenario(args.scenario, args.upstream, host=args.host,
+                                  port=args.port, pack=args.pack, force=args.force,
+                                  log_format=args.log_format,
+                                  listener=show, on_failure=lambda _: stop.set(),
+                                  scrub=scrub)
+        recording: Recording = await context.__aenter__()  # CannotListenError: exit 4
         try:
             if args.url_file is not None:
                 atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))

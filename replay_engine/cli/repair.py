@@ -46,12 +46,12 @@ def _scenario(args: argparse.Namespace) -> tuple[Scenario, list[CallRef]]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..engine import DEFAULT_RUN, ReplayEngine
+    from ..engine import DEFAULT_RUN
     from ..record import load_scrub_file
     from ..record.directory import lock_directory
     from ..record.proxy import check_upstream
     from ..server import ReplayServer
-    from ..server.listen import cannot_listen
+    from ..server.options import ServeOptions
 
     check_upstream(args.upstream)
     try:
@@ -69,20 +69,19 @@ async def _run(args: argparse.Namespace) -> int:
             _say(f"upstream: {report_line(report)}")
 
         repair.recorder.listeners.append(show)
-        engine = ReplayEngine(scenario.scripts)
-        server = ReplayServer(engine, host=args.host, port=args.port, scenario=scenario)
+        # record's listening flags; every other option at serve's default
+        options = ServeOptions(host=args.host, port=args.port, url_file=args.url_file)
+        engine = options.new_engine(scenario.scripts)
+        server = ReplayServer.serving(engine, options, scenario=scenario)
         repair.attach(server, DEFAULT_RUN)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
-            try:
-                url = await server.start()
-            except OSError as exc:
-                raise cannot_listen(args.host, args.port, exc) from None
-            if args.url_file is not None:
-                atomic_write(args.url_file, (url + "\n").encode("utf-8"))
+            url = await server.start()  # CannotListenError: exit 4
+            if options.url_file is not None:
+                atomic_write(options.url_file, (url + "\n").encode("utf-8"))
             print(url, flush=True)
             await stop.wait()
         finally:

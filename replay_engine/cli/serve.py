@@ -25,9 +25,9 @@ from ..presentation import EXIT_NOT_CONSUMED, verdict
 from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
 from ..server import ReplayServer
-from ..server.listen import cannot_listen, loopback_warning
+from ..server.listen import loopback_warning
+from ..server.options import ServeOptions, add_serve_arguments, serve_options
 from ..server.runner import reload_scenario
-from .serve_options import ServeOptions, add_serve_arguments, serve_options
 
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
@@ -110,9 +110,7 @@ async def _serve(args: argparse.Namespace, options: ServeOptions, scenario: Scen
 
 async def _serve_from(args: argparse.Namespace, options: ServeOptions, scenario: Scenario,
                       ready_dir: Path) -> int:
-    engine = ReplayEngine(scenario.scripts, options.pace.ms, pace=options.pace,
-                          ready_dir=ready_dir, journal_limit=options.journal_limit,
-                          strict=options.strict, bind=options.bind)
+    engine = options.new_engine(scenario.scripts, ready_dir=ready_dir)
     engine.subscribe(call_logger(engine), chunks=False)
     path = args.scenario
 
@@ -122,14 +120,8 @@ async def _serve_from(args: argparse.Namespace, options: ServeOptions, scenario:
         gc.freeze()  # as after the first load: keep the new scripts out of full collections
         return fresh
 
-    server = ReplayServer(engine, host=options.host, port=options.port,
-                          providers=options.providers, scenario=scenario, reload=reload,
-                          sdk_retries=options.sdk_retries, allow_hosts=list(options.allow_hosts),
-                          wire=options.wire)
-    try:
-        url = await server.start()
-    except OSError as exc:
-        raise cannot_listen(options.host, options.port, exc) from None
+    server = ReplayServer.serving(engine, options, scenario=scenario, reload=reload)
+    url = await server.start()  # CannotListenError: exit 4
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -187,7 +187,7 @@ def _compare(binding: Binding, record: CallRecord, live: Context, contexts: Reco
     if recorded is not None:
         record.divergence = divergence(live, recorded)
         if record.divergence is not None:
-            binding.diverged.append((ci, record.divergence))
+            binding.diverged.append((ci, record.divergence, record.call_id))
     kept = kept_live(live)
     record.retry_detected = _retries_failure(binding, live)
     if retry or record.retry_detected:

@@ -57,7 +57,7 @@ from .state import (
     session_label,
     snapshot,
 )
-from .verdict import consumed_problems, first_divergence, verdict_problems
+from .verdict import consumed_problems, first_divergence, first_divergence_json, verdict_problems
 
 __all__ = ["DEFAULT_RUN", "HANG_PREFIX", "CallHandle", "Observer", "ReplayEngine"]
 
@@ -352,20 +352,20 @@ class ReplayEngine:
     def set_pace(self, pace: Pace) -> None:
         """Change the pace; streams in flight pick it up at their next chunk."""
         self._pace = pace
-        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings()))
+        self._emit(ev.SettingsChanged(DEFAULT_RUN, self._settings(), self._pace))
 
     def set_mode(self, mode: StepMode, *, run: str = DEFAULT_RUN) -> None:
         """Change the run's step mode; ``run`` releases every paused call of that run."""
         self._run(run)  # kept (and counted, evicted) with the run's other state
         self._gates.of(run).set_mode(mode, list(self._calls.values()))
-        self._emit(ev.SettingsChanged(run, self._settings(run)))
+        self._emit(ev.SettingsChanged(run, self._settings(run), self._pace))
 
     def toggle_breakpoint(self, script_index: int, call_index: int, *,
                           run: str = DEFAULT_RUN) -> bool:
         """Add or remove a breakpoint of the run; returns whether it is now set."""
         self._run(run)
         now_set = self._gates.of(run).toggle(script_index, call_index)
-        self._emit(ev.SettingsChanged(run, self._settings(run)))
+        self._emit(ev.SettingsChanged(run, self._settings(run), self._pace))
         return now_set
 
     def _settings(self, run: str = DEFAULT_RUN) -> dict[str, Any]:
@@ -478,6 +478,10 @@ class ReplayEngine:
     def first_divergence(self, run: str = DEFAULT_RUN) -> str | None:
         """Where the run first left the recording, on one line (None: it never did)."""
         return first_divergence(self._scripts, self._peek(run))
+
+    def first_divergence_json(self, run: str = DEFAULT_RUN) -> dict[str, Any] | None:
+        """The same first divergence as JSON (``verdict.first_divergence_json``)."""
+        return first_divergence_json(self._peek(run))
 
     def assert_consumed(self, run: str = DEFAULT_RUN) -> None:
         """Raise NotConsumedError listing every problem unless the run replayed the recording."""

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .pacing import Pace
+
 log = logging.getLogger(__name__)
 
 
@@ -158,6 +160,9 @@ class SettingsChanged(EngineEvent):
     """Pace, step mode or breakpoints changed."""
 
     settings: dict[str, Any] = field(default_factory=dict)
+    """The run's mode, pace (described) and breakpoints, as JSON."""
+    pace: Pace = field(default_factory=Pace)
+    """The pace now (typed: observers word it without reading ``settings``)."""
 
 
 Observer = Callable[[EngineEvent], None]

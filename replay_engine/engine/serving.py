@@ -17,7 +17,7 @@ from .cancel import wait
 from .gate import StepGates
 from .pacing import Pace, chunk_delay
 from .ready import touch_ready_file
-from .state import Call, Run
+from .state import Call, Run, Unfinished
 
 HANG_PREFIX: tuple[dict[str, Any], ...] = (
     {"type": "block-start", "index": 0, "blockType": "text"},
@@ -69,7 +69,8 @@ class CallServing:
             elif call.served < total or isinstance(call.entry, ThrowEntry):
                 rec.unfinished = "the client went away (or the server stopped) mid-stream"
             if binding is not None and rec.unfinished is not None:
-                binding.unfinished.append((call.call_index, call.served, total, rec.unfinished))
+                binding.unfinished.append(
+                    Unfinished(call.call_index, call.served, total, rec.unfinished))
         elif outcome == "finished" and binding is not None and isinstance(call.entry, ChunksEntry) \
                 and ends_in_error_finish(call.entry.chunks):
             binding.last_failed = True  # an error finish is a scripted failure, as a throw is
@@ -77,8 +78,9 @@ class CallServing:
             if isinstance(exc, ScriptedFailure):
                 binding.last_failed = True
             elif exc is not None:
-                binding.unfinished.append((call.call_index, call.served, 0,
-                                           f"failed with {exc.code}: {exc.message}"))
+                binding.unfinished.append(Unfinished(
+                    call.call_index, call.served, 0, f"failed with {exc.code}: {exc.message}",
+                    failed=True))
         if binding is not None and binding.call is call:
             binding.call = None
         args = (call.run, call.key, call.script_index, call.call_index, call.id)

@@ -8,9 +8,9 @@ journal entry; ``BindingState`` / ``RunState`` are snapshots for observers and t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 
@@ -131,6 +131,19 @@ class Call:
         self.user_cancelled = False
 
 
+class Unfinished(NamedTuple):
+    """A call of a session that did not end as recorded."""
+
+    call_index: int
+    served: int
+    """Chunks served before it ended."""
+    total: int
+    """Chunks the call records (0 for a failure)."""
+    why: str
+    failed: bool = False
+    """It failed with an error the recording does not script (else it was cut short)."""
+
+
 @dataclass(slots=True)
 class Binding:
     """A live session key bound to a script: where its cursor is and its call in flight."""
@@ -144,10 +157,11 @@ class Binding:
     rule: str = "order"
     """How the session claimed its script: ``announced`` (its parent named it), ``content``
     (its first request matched one script's recorded context) or ``order`` (docs/format.md#binding)."""
-    unfinished: list[tuple[int, int, int, str]] = field(default_factory=list)
-    """Calls whose stream ended before its last chunk: (call, served, chunks, why)."""
-    diverged: list[tuple[int, Divergence]] = field(default_factory=list)
-    """Calls whose request left the recording, with where (``CallRecord.divergence``)."""
+    unfinished: list[Unfinished] = field(default_factory=list)
+    """Calls whose stream ended before its last chunk, or that failed unscripted."""
+    diverged: list[tuple[int, Divergence, int]] = field(default_factory=list)
+    """Calls whose request left the recording, in call order: (call index, where it left
+    (``CallRecord.divergence``), call id)."""
     retries: list[tuple[int, bool]] = field(default_factory=list)
     """Calls the server saw as retries, and whether the recording has that retry."""
     last_live: tuple[ContextItem, ...] | None = None
@@ -157,6 +171,18 @@ class Binding:
     live_from: int | None = None
     """The call where the session went live (``Run.go_live``): it and later calls go upstream."""
 
+
+def first_diverged(bindings: Iterable[Binding]) -> tuple[Binding, int, Divergence] | None:
+    """The run's first call whose request left the recording: the session, the call index and
+    where it left. The one rule of every front end (verdicts, the control API, the debugger's
+    header): the lowest call id among each session's first divergence. Call ids count the
+    calls as the engine took them, so the rule needs no journal and holds past its limit."""
+    firsts = [b for b in bindings if b.diverged]
+    if not firsts:
+        return None
+    first = min(firsts, key=lambda b: b.diverged[0][2])
+    index, found, _ = first.diverged[0]
+    return first, index, found
 
 GoLive = Callable[[int, int, Divergence | None], bool]
 """``Run.go_live``: (script index, call index, the call's divergence) → send it upstream."""
@@ -286,6 +312,9 @@ class RunState:
     """Oldest calls the run's journal let go to stay within its limit."""
     refused: int = 0
     """Calls the run refused at binding (each fails the verdict)."""
+    first_divergence: tuple[int, int] | None = None
+    """(script, call) of the run's first call whose request left the recording
+    (``first_diverged``; None: none did)."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -320,11 +349,13 @@ def snapshot(run: Run, scripts: Sequence[SessionScript], consumed: bool, mode: S
                 aborted=tuple(b.aborted),
                 diverged=tuple(d[0] for d in b.diverged),
                 rule=b.rule,
-                unfinished=tuple(u[0] for u in b.unfinished),
+                unfinished=tuple(u.call_index for u in b.unfinished),
             )
         )
+    first = first_diverged(run.bindings.values())
     return RunState(run.name, tuple(out), len(scripts), consumed, mode, pace, run.dropped,
-                    run.refused_count)
+                    run.refused_count,
+                    (first[0].script_index, first[1]) if first is not None else None)
 
 
 def diff_scripts(old: Sequence[SessionScript], new: Sequence[SessionScript]) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ mode, calls whose request left the recording and retries the recording does not 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import SCRIPT_EXHAUSTED
 from ..models import SessionScript
-from .state import Binding, CallRecord, Run, script_length, session_label
+from .state import Binding, CallRecord, Run, first_diverged, script_length, session_label
 
 
 def consumed_problems(scripts: Sequence[SessionScript], run: Run) -> list[str]:
@@ -64,12 +65,13 @@ def _flight(scripts: Sequence[SessionScript], b: Binding) -> list[str]:
             out.append(f"{who}: {label} is hanging until cancelled (still in flight)")
         else:
             out.append(f"{who}: {label} is still in flight ({call.served} chunk(s) served)")
-    for index, served, total, why in b.unfinished:
-        label = call_label(scripts, b.script_index, index)
-        if why.startswith("failed"):
-            out.append(f"{who}: {label} {why}")
+    for cut in b.unfinished:
+        label = call_label(scripts, b.script_index, cut.call_index)
+        if cut.failed:
+            out.append(f"{who}: {label} {cut.why}")
         else:
-            out.append(f"{who}: {label} ended after {served} of its {total} chunk(s): {why}")
+            out.append(f"{who}: {label} ended after {cut.served} of its {cut.total} chunk(s): "
+                       f"{cut.why}")
     return out
 
 
@@ -92,7 +94,7 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
     if strict:
         for b in run.bindings.values():
             who = session_label(b.key)
-            for index, found in b.diverged:
+            for index, found, _ in b.diverged:
                 problems.append(f"{who}: {call_label(scripts, b.script_index, index)} left the "
                                 f"recording (strict): {found.describe()}")
             for index, recorded in b.retries:
@@ -105,15 +107,22 @@ def verdict_problems(scripts: Sequence[SessionScript], run: Run, *, strict: bool
 
 
 def first_divergence(scripts: Sequence[SessionScript], run: Run) -> str | None:
-    """The run's first divergence in call order, on one line (None: the run never left the
-    recording as far as the recorded context shows)."""
-    best: tuple[int, str] | None = None
-    for b in run.bindings.values():
-        for index, found in b.diverged:
-            text = (f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: "
-                    f"{found.describe()}")
-            order = next((r.call_id for r in run.journal if r.session == b.key
-                          and r.call_index == index), 0)
-            if best is None or order < best[0]:
-                best = (order, text)
-    return best[1] if best is not None else None
+    """The run's first divergence (``first_diverged``), on one line (None: the run never left
+    the recording as far as the recorded context shows)."""
+    first = first_diverged(run.bindings.values())
+    if first is None:
+        return None
+    b, index, found = first
+    return f"{session_label(b.key)}: {call_label(scripts, b.script_index, index)}: {found.describe()}"
+
+
+def first_divergence_json(run: Run) -> dict[str, Any] | None:
+    """The run's first divergence (``first_diverged``) as JSON: ``sessionKey``, ``scriptIndex``,
+    ``callIndex`` and ``divergence`` in the journal's form (None: the run never left the
+    recording); what a verdict file carries to a process without the engine."""
+    first = first_diverged(run.bindings.values())
+    if first is None:
+        return None
+    b, index, found = first
+    return {"sessionKey": b.key, "scriptIndex": b.script_index, "callIndex": index,
+            "divergence": found.to_json()}

@@ -80,6 +80,8 @@ class Recording:
     url: str
     """The recorder's origin, e.g. ``http://127.0.0.1:8765``."""
     recorder: ScenarioRecorder
+    port: int
+    """The port the recorder listens on (the one bound when 0 was asked for)."""
 
     @property
     def base_url(self) -> str:
@@ -138,7 +140,7 @@ async def record_scenario(directory: str | Path, upstream: str, *, host: str = "
                 made.rmdir()
         raise
     try:
-        yield Recording(url, recorder)
+        yield Recording(url, recorder, proxy.port)
     except BaseException:
         await proxy.stop()
         raise

@@ -18,7 +18,6 @@ from ..jsonnumbers import as_safe_integer, is_number
 
 PRIMARY_NAME = "session.jsonl"
 SIDECAR_NAME = "replay.override.json"
-CHILD_RE = re.compile(r"^session\.([0-9]+)\.jsonl$")
 
 
 LOG_NAME_RE = re.compile(r"^session(?:\.([0-9]+))?(?:\.v([1-9][0-9]*))?\.jsonl$")
@@ -136,12 +135,6 @@ def selection_notes(layout: ScenarioLayout) -> list[str]:
     return notes
 
 
-def scenario_files(path: str | Path) -> tuple[Path, Path, list[Path]]:
-    """The primary log, the sidecar and the child logs (by N) a scenario directory holds."""
-    layout = scenario_layout(path)
-    return layout.primary, layout.sidecar, layout.children
-
-
 def missing_primary_error(file: str | None, where: str) -> ScenarioNotFoundError:
     """The primary log is absent and no bare-list sidecar replaces its script."""
     return ScenarioNotFoundError(
@@ -171,11 +164,6 @@ def not_a_file(path: str | Path) -> str | None:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe), not a file"
     return "not a regular file"
-
-
-def child_log_name(ordinal: int) -> str:
-    """The file name of child log ``ordinal`` (1, 2, ...)."""
-    return f"session.{ordinal}.jsonl"
 
 
 def log_file_name(ordinal: int | None, generation: int = 0) -> str:

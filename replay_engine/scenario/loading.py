@@ -19,8 +19,6 @@ from ..errors import (
 from ..models import LogContext, ReplayConfig, ScriptEntry, SessionHeader, SessionScript
 from .callkeys import child_unfinished_error
 from .derive_fast import LoadedLog, derive_log_bytes, load_log
-from .layout import CHILD_RE as CHILD_RE
-from .layout import PRIMARY_NAME as PRIMARY_NAME
 from .layout import ScenarioLayout, check_generation, generation_of, scenario_layout
 from .layout import missing_primary_error as _missing_primary_error
 from .logs import decode_line, ensure_log_file, header_from_value, unreadable_log_error

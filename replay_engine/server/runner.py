@@ -1,25 +1,28 @@
 """The embedded runner: the replay app on uvicorn inside an already running event loop.
 
 ``ReplayServer`` binds, serves and stops cleanly without installing signal handlers (the
-debugger and test harnesses own the loop); ``serve_scenario`` loads a scenario directory and
-serves it for the length of an ``async with``.
+debugger and test harnesses own the loop); ``ReplayServer.serving`` is the one way every front
+end builds it from the serve option set (``options.ServeOptions``); ``serve_scenario`` loads a
+scenario directory and serves it for the length of an ``async with``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from ..engine import BindMode, Pace, ReplayEngine
+from ..engine import Pace, ReplayEngine
 from ..engine.staging import StagedScripts
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
@@ -27,6 +30,8 @@ from ..wire.dialect import WireOptions
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import MAX_HEAD_BYTES, HttpParser, http_protocol
 from .guard import RequestGuard
+from .listen import cannot_listen
+from .options import ServeOptions
 from .served import OverflowHandler, ReloadSource, ScenarioSource
 
 HEADER_TIMEOUT_S = 10.0
@@ -112,8 +117,12 @@ class EmbeddedUvicorn:
 
     async def listen(self, host: str, port: int) -> str:
         """Bind ``host``:``port`` (0: any free port), start serving on it and return the base
-        URL (``port`` then holds the bound port); OSError when it cannot bind."""
-        sock = bind_socket(host, port)
+        URL (``port`` then holds the bound port); ``CannotListenError`` (exit 4 in every front
+        end) when it cannot bind."""
+        try:
+            sock = bind_socket(host, port)
+        except OSError as exc:
+            raise cannot_listen(host, port, exc) from None
         await self.start(sock)
         self.port = sock.getsockname()[1]
         return socket_url(host, sock)
@@ -189,6 +198,19 @@ class ReplayServer:
         self._runner: EmbeddedUvicorn | None = None
         self._url: str | None = None
 
+    @classmethod
+    def serving(cls, engine: ReplayEngine, options: ServeOptions, *, scenario: ScenarioSource,
+                reload: ReloadSource | None = None,
+                port: int | None = None) -> ReplayServer:
+        """The server ``options`` ask for, serving ``engine`` (made by ``options.new_engine``):
+        host, port (``port`` stands in, e.g. the port a recording just let go), provider
+        catalog, SDK retries, allowed hosts and wire options. Every front end builds its
+        server here, so none can drop an option."""
+        return cls(engine, host=options.host, port=options.port if port is None else port,
+                   providers=options.providers, scenario=scenario, reload=reload,
+                   sdk_retries=options.sdk_retries, allow_hosts=options.allow_hosts,
+                   wire=options.wire)
+
     @property
     def scenario(self) -> Scenario | None:
         """The scenario the scripts route reports (a provider is asked now)."""
@@ -221,7 +243,8 @@ class ReplayServer:
         return self._url
 
     async def start(self) -> str:
-        """Bind, start serving and return the base URL (the port is resolved when 0)."""
+        """Bind, start serving and return the base URL (the port is resolved when 0);
+        ``CannotListenError`` when the port cannot be had."""
         if self._runner is not None and self._url is not None:
             return self._url
         # Pay one-time costs now, not in the first call: the placeholder scan and anyio
@@ -251,30 +274,34 @@ class ReplayServer:
         await self.stop()
 
 
+SERVE_SCENARIO_DEFAULTS = ServeOptions(port=0)
+"""``serve_scenario``'s options when none are given: every default, on a free port."""
+
+
 @contextlib.asynccontextmanager
-async def serve_scenario(
-    path: str | Path,
-    *,
-    port: int = 0,
-    host: str = "127.0.0.1",
-    pace_ms: int = 0,
-    pace: Pace | None = None,
-    ready_dir: str | Path | None = None,
-    providers: list[ProviderConfig] | None = None,
-    sdk_retries: bool = False,
-    wire: WireOptions | None = None,
-    bind: BindMode = "content",
-) -> AsyncIterator[ReplayServer]:
-    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``)."""
+async def serve_scenario(path: str | Path, options: ServeOptions | None = None,
+                         **changes: Any) -> AsyncIterator[ReplayServer]:
+    """Load a scenario directory and serve it; yields the started server (``.url``, ``.engine``).
+
+    ``options`` is the serve option set (default: ``SERVE_SCENARIO_DEFAULTS``, a free port);
+    ``changes`` replace any of its fields by name (``port=0``, ``strict=True``,
+    ``journal_limit=50``...), and ``pace_ms=N`` stands for ``pace=Pace("fixed", N)``. A name
+    that is not an option raises ``TypeError``."""
+    if "pace_ms" in changes:
+        changes["pace"] = changes.get("pace") or Pace("fixed", changes["pace_ms"])
+        del changes["pace_ms"]
+    if "wire" in changes and changes["wire"] is None:
+        del changes["wire"]
+    if isinstance(changes.get("ready_dir"), str):
+        changes["ready_dir"] = Path(changes["ready_dir"])
+    chosen = dataclasses.replace(options or SERVE_SCENARIO_DEFAULTS, **changes)
     scenario = load_scenario(path)
-    engine = ReplayEngine(scenario.scripts, pace_ms, pace=pace, ready_dir=ready_dir, bind=bind)
+    engine = chosen.new_engine(scenario.scripts)
 
     async def reload() -> Scenario:
         return await reload_scenario(path, engine)
 
-    async with ReplayServer(engine, host=host, port=port, providers=providers,
-                            scenario=scenario, reload=reload, sdk_retries=sdk_retries,
-                            wire=wire) as server:
+    async with ReplayServer.serving(engine, chosen, scenario=scenario, reload=reload) as server:
         yield server
 
 

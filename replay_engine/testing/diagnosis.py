@@ -1,7 +1,7 @@
 """The text a failing replayed test shows: what went wrong, where the agent left the recording,
 and the commands that open the scenario in the debugger.
 
-Built from plain data (the run's journal as JSON, the refused calls, the consumed problems) so
+Built from plain data (the first divergence as JSON, the refused calls, the consumed problems) so
 the same report serves an in-process engine and a debugger in another process.
 """
 
@@ -90,19 +90,18 @@ def _turn_step(scripts: Sequence[SessionScript], si: int, ci: int) -> str:
     return label[label.index(" ("):] if " (" in label else ""
 
 
-def first_divergence(scripts: Sequence[SessionScript], journal: Sequence[dict[str, Any]]) -> str | None:
-    """The earliest call whose live request left the recording, from the journal's
-    ``divergence`` (the engine's one comparison), worded as the engine's verdict words it,
-    with the log it is in."""
-    for record in journal:
-        found = record.get("divergence")
-        si, ci = record.get("scriptIndex"), record.get("callIndex")
-        if not isinstance(found, dict) or not isinstance(si, int) or not isinstance(ci, int):
-            continue
-        who = session_label(record.get("sessionKey"))
-        where = f" in {_script_name(scripts[si])}" if si < len(scripts) else ""
-        return f"first divergence: {who}: {call_label(scripts, si, ci)}{where}: {found.get('text')}"
-    return None
+def first_divergence(scripts: Sequence[SessionScript], first: dict[str, Any] | None) -> str | None:
+    """The run's first divergence (the engine's ``first_divergence_json``: its one rule, which
+    holds past the journal's limit), worded as the engine's verdict words it, with the log it
+    is in."""
+    if first is None:
+        return None
+    found, si, ci = first.get("divergence"), first.get("scriptIndex"), first.get("callIndex")
+    if not isinstance(found, dict) or not isinstance(si, int) or not isinstance(ci, int):
+        return None
+    who = session_label(first.get("sessionKey"))
+    where = f" in {_script_name(scripts[si])}" if si < len(scripts) else ""
+    return f"first divergence: {who}: {call_label(scripts, si, ci)}{where}: {found.get('text')}"
 
 
 REPAIR_HINT = ("repair it from there: rerun with --dsh-replay-record=from_divergence "
@@ -132,7 +131,7 @@ def failure_report(
     scenario: str,
     run: str | None,
     scripts: Sequence[SessionScript],
-    journal: Sequence[dict[str, Any]],
+    first: dict[str, Any] | None,
     refused: Sequence[RefusedCall],
     unconsumed: Sequence[str],
     problems: Sequence[str],
@@ -147,12 +146,12 @@ def failure_report(
         lines.extend(describe_refused(scripts, call))
     lines.extend(f"not consumed: {problem}" for problem in unconsumed)
     lines.extend(problems)
-    divergence = first_divergence(scripts, journal)
+    divergence = first_divergence(scripts, first)
     if not lines and not (failed and divergence is not None):
         return []
+    verb = "failed:" if lines else "left the recording:"  # problems, or the divergence alone
     if divergence is not None:
         lines.append(divergence)
         lines.append(REPAIR_HINT.format(scenario=shlex.quote(scenario)))
-    verb = "failed:" if len(lines) > (divergence is not None) else "left the recording:"
     head = f"dsh-replay: the replay of {scenario}" + (f" (run {run})" if run else "") + f" {verb}"
     return [head, *(f"  {line}" for line in lines)]

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 Mode = Literal["replay", "episodes", "record", "debug"]
-Facts = tuple["list[SessionScript]", "list[dict[str, Any]]", "list[str]", "list[str]"]
-"""What a report is made of: scripts, journal, the unconsumed problems (docs/format.md#binding),
-the verdict's others."""
+Facts = tuple["list[SessionScript]", "dict[str, Any] | None", "list[str]", "list[str]"]
+"""What a report is made of: scripts, the first divergence (JSON), the unconsumed problems
+(docs/format.md#binding), the verdict's others."""
 
 
 class ScenarioRun:
@@ -96,14 +96,15 @@ class ScenarioRun:
             self.url = self.recording.url
         elif self.mode == "debug":
             from ..engine import DEFAULT_RUN
+            from ..server.options import ServeOptions
             from .servers import Debugger, debugger_flags
 
             assert settings.debug is not None
             self._work = Path(tempfile.mkdtemp(prefix="dsh-replay-debug-"))
             self.ready_dir = ready_dir()  # the debugger makes the markers where a replay would
             self.debugger = Debugger(self.scenario, self._work, debugger_flags(
-                settings.debug, settings.breaks, strict=self.strict, bind=self.bind,
-                ready_dir=self.ready_dir))
+                settings.debug, settings.breaks, ServeOptions(strict=self.strict, bind=self.bind,
+                                                              ready_dir=self.ready_dir)))
             try:  # the debugger writes its URL once the scenario loaded: the test waits for it
                 self.url = self.debugger.wait_for_url()
             except RuntimeError:
@@ -169,7 +170,7 @@ class ScenarioRun:
             return []
         if self.mode == "debug":
             try:
-                scripts, journal, unconsumed, problems = self._debugger_facts()
+                scripts, first, unconsumed, problems = self._debugger_facts()
             except ReplayError as exc:  # changed since the debugger quit, or never loaded
                 return [f"dsh-replay: cannot report on {self._shown(self.scenario)}: "
                         f"[{exc.code}] {exc.message}"]
@@ -189,14 +190,13 @@ class ScenarioRun:
                 problems = engine.verdict_problems(run, strict=strict, unconsumed=False,
                                                    refused=False)
                 if not (unconsumed or problems or refused or failed):
-                    return [], [], [], []  # nothing to report: the journal is not needed
-                return (engine.scripts, [r.to_json() for r in engine.journal(run)], unconsumed,
-                        problems)
+                    return [], None, [], []  # nothing to report
+                return engine.scripts, engine.first_divergence_json(run), unconsumed, problems
 
-            scripts, journal, unconsumed, problems = pool.loop.call(facts)
+            scripts, first, unconsumed, problems = pool.loop.call(facts)
             if not (scripts or refused or unconsumed or problems):
                 return []  # the replay went as recorded
-        return failure_report(self._shown(self.scenario), self.run, scripts, journal,
+        return failure_report(self._shown(self.scenario), self.run, scripts, first,
                               list(self._refused), unconsumed, problems, failed=failed)
 
     def _debugger_facts(self) -> Facts:
@@ -211,7 +211,7 @@ class ScenarioRun:
         verdict = json.loads(self.debugger.verdict_file.read_text(encoding="utf-8"))
         unconsumed = [str(p) for p in verdict["unconsumed"]]
         problems = [str(p) for p in verdict["problems"] if str(p) not in unconsumed]
-        return (load_scenario(self.scenario).scripts, list(verdict["journal"]),
+        return (load_scenario(self.scenario).scripts, verdict.get("firstDivergence"),
                 unconsumed if self.consumed else [], problems)
 
     def conclude(self, pool: ServerPool | None, *, test_failed: bool,

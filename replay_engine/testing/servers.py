@@ -28,6 +28,7 @@ from ..engine import BindMode, StepMode
 from ..models import HangEntry
 from ..scenario.layout import PRIMARY_NAME, SIDECAR_NAME, log_name
 from ..server import ReplayServer, serve_scenario
+from ..server.options import ServeOptions, serve_flags
 
 if TYPE_CHECKING:
     from ..record import Recording, Scrubber
@@ -193,8 +194,8 @@ class ServerPool:
             if self._ready_root is None:
                 self._ready_root = Path(tempfile.mkdtemp(prefix="dsh-replay-ready-"))
             hosted = Hosted()
-            server = self.loop.run(hosted.start(serve_scenario(
-                directory, bind=bind, ready_dir=self._ready_root)))
+            options = ServeOptions(port=0, bind=bind, ready_dir=self._ready_root)
+            server = self.loop.run(hosted.start(serve_scenario(directory, options)))
             self._hosted.append(hosted)
             known = self._servers[(directory, bind)] = (server, hosted)
             self._ready_files[directory] = any(
@@ -269,21 +270,15 @@ def debugger_base_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "dsh_replay_tui"]
 
 
-def debugger_flags(mode: StepMode, breaks: Sequence[tuple[int, int]], *, strict: bool,
-                   bind: BindMode, ready_dir: Path | None = None) -> list[str]:
+def debugger_flags(mode: StepMode, breaks: Sequence[tuple[int, int]],
+                   options: ServeOptions) -> list[str]:
     """The debugger's flags for a test: its start mode and breakpoints (``run`` and none are
-    the debugger's defaults, left out), ``--strict``, ``--bind`` and ``--ready-dir`` as the
-    test replays."""
+    the debugger's defaults, left out), and the serve options the test replays with, as
+    ``serve_flags`` puts them (``--strict``, ``--bind``...)."""
     flags = [] if mode == "run" else ["--mode", mode]
-    if ready_dir is not None:
-        flags += ["--ready-dir", str(ready_dir)]
     for script, call in breaks:
         flags += ["--break", f"{script}:{call}"]
-    if strict:
-        flags.append("--strict")
-    if bind != "content":
-        flags += ["--bind", bind]
-    return flags
+    return flags + serve_flags(options)
 
 
 class Debugger:

@@ -21,9 +21,9 @@ FIXED_URL = "http://127.0.0.1:8765"
 def make_app(scenario: Path, *, watch: bool = False, serve: bool = True, ready_dir: Path | None = None,
              pace: Pace | None = None, url_label: str | None = None, **options: Any) -> ReplayApp:
     """The real debugger on a free port (``options``: any other AppOptions field)."""
-    return ReplayApp(AppOptions(scenario=scenario, port=0, watch=watch, serve=serve,
-                                ready_dir=ready_dir, pace=pace or Pace(), url_label=url_label,
-                                **options))
+    return ReplayApp(AppOptions(**{"port": 0, **options}, scenario=scenario, watch=watch,
+                                serve=serve, ready_dir=ready_dir, pace=pace or Pace(),
+                                url_label=url_label))
 
 
 def copy_sample(samples: Path, name: str, dest: Path) -> Path:

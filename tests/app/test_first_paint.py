@@ -84,8 +84,7 @@ async def test_first_rows_show_before_the_load_ends_and_nothing_is_served(
     root = tmp_path / "big"
     write_log(root / "session.jsonl", CALLS)
     port = free_port()
-    app = make_app(root)
-    app.options.port = port
+    app = make_app(root, port=port)
     async with app.run_test(size=(160, 40)):
         await app.first_rows.wait()
         shown = app.scripts_view

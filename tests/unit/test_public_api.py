@@ -135,9 +135,9 @@ def test_the_reference_walk_flags_private_paths() -> None:
 def test_importing_the_package_leaves_the_server_for_first_use() -> None:
     code = ("import sys\nimport replay_engine\n"
             "print(sorted(m for m in ('uvicorn', 'starlette', 'httpx') if m in sys.modules))\n"
-            "from replay_engine import ReplayServer, is_loopback, run_demo_agent\n"
+            "from replay_engine import ReplayServer, printable, run_demo_agent\n"
             "from replay_engine.server import ReplayServer as direct\n"
-            "print(ReplayServer is direct, is_loopback('127.0.0.1'), callable(run_demo_agent))\n")
+            "print(ReplayServer is direct, printable('a') == 'a', callable(run_demo_agent))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
@@ -172,19 +172,79 @@ def _type_checking_imports() -> dict[str, str]:
             for stmt in node.body:
                 assert isinstance(stmt, ast.ImportFrom) and stmt.level == 1, ast.dump(stmt)
                 for alias in stmt.names:
-                    found[alias.asname or alias.name] = str(stmt.module)
+                    assert alias.asname == alias.name, f"{alias.name}: re-export it as itself"
+                    found[alias.name] = str(stmt.module)
     return found
 
 
-def test_all_the_lazy_map_and_the_type_checking_imports_agree() -> None:
-    """One public name, one module: what type checkers see is what ``__getattr__`` loads."""
-    from replay_engine import _LAZY
-
+def test_the_type_checking_imports_are_the_one_list() -> None:
+    """What type checkers see is ``__all__`` and what the first use loads, name for name."""
     typed = _type_checking_imports()
-    assert typed, "no TYPE_CHECKING imports found"
-    assert sorted(typed) == sorted(_LAZY)
-    assert {name: module for name, module in typed.items() if _LAZY[name] != module} == {}
-    assert sorted(replay_engine.__all__) == sorted(_LAZY)
+    assert len(typed) > 50
+    assert replay_engine.__all__ == list(typed)
+    import importlib
+
+    for name, module in typed.items():
+        assert getattr(replay_engine, name) is getattr(
+            importlib.import_module(f"replay_engine.{module}"), name), name
+    assert not [name for name, module in typed.items() if module.split(".")[0] == "cli"]
+    assert "__all__" in dir(replay_engine) or "ReplayEngine" in dir(replay_engine)
+    namespace: dict[str, object] = {}
+    exec("from replay_engine import *", namespace)
+    assert set(typed) <= set(namespace)
+
+
+def _tested_as_public() -> set[str]:
+    """Names the tests import from ``replay_engine`` itself."""
+    names: set[str] = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for _, module, name in _library_references(text, str(path)):
+            if module == "replay_engine" and name:
+                names.add(name)
+    return names
+
+
+def _documented() -> set[str]:
+    """The names docs/api.md lists (each line of a list starts with its names in backticks)."""
+    import re
+
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    names: set[str] = set()
+    for line in text.split("## Serving in process")[0].splitlines():  # the list, not the prose
+        if line.startswith("- "):
+            head = line.split(":", 1)[0]
+            names.update(re.findall(r"`(\w+)", head))
+    return names
+
+
+def _debugger_uses() -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / "app").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        names.update(name for _, module, name in _library_references(text, str(path))
+                     if module == "replay_engine")
+    return names
+
+
+def test_what_a_user_catches_and_prints_is_public() -> None:
+    import pytest
+
+    from replay_engine import ConfigError, ReplayEngine, ReplayError, printable
+
+    with pytest.raises(ConfigError) as raised:
+        ReplayEngine([], journal_limit=0)
+    assert isinstance(raised.value, ReplayError) and raised.value.code == "CONFIG"
+    assert printable("a\nb\x00") == "a\\nb\\x00"
+
+
+def test_every_public_name_is_used_documented_and_tested_or_used_by_the_debugger() -> None:
+    public = set(replay_engine.__all__)
+    documented = _documented()
+    assert sorted(public - documented) == []  # docs/api.md lists every public name
+    assert sorted(documented - public) == []  # and no name that is not public
+    used = _debugger_uses() | _tested_as_public()
+    assert sorted(public - used) == []  # nobody uses it: drop it from the API
 
 
 def test_the_debuggers_headless_modules_load_without_textual() -> None:

@@ -1,31 +1,39 @@
-"""The options of everything that serves a scenario: ``dsh-replay serve`` and ``dsh-replay-tui``
-(and of ``dsh-replay record``, which takes their listening flags and ``--url-file``).
+"""The options of everything that serves a scenario: ``dsh-replay serve``, ``dsh-replay-tui``,
+``serve_scenario`` and the pytest plugin (``dsh-replay record`` takes the listening flags and
+``--url-file``).
 
-One home for the flags, their types, defaults and help, how they resolve (the config file's
-``paceMs`` under ``--pace-ms``, a recorded pace) and what their errors exit with, so the two
-front ends cannot drift apart. The listening flags, the off-loopback warning and the
-cannot-listen error (exit 4 in every front end) are in ``server/listen.py``.
+One home for the option set (``ServeOptions``), the flags that fill it (types, defaults and
+help), how they resolve (the config file's ``paceMs`` under ``--pace-ms``, a recorded pace),
+the flags that ask a debugger process for it again (``serve_flags``), and the engine it
+configures (``ServeOptions.new_engine``); ``ReplayServer.serving`` builds the server from the
+same set. The listening flags, the off-loopback warning and the cannot-listen error (exit 4
+in every front end) are in ``server/listen.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..engine import Pace
-from ..engine.claims import BindMode
+from ..engine import BindMode, Pace, ReplayEngine
 from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
-from ..models import ProviderConfig
+from ..models import ProviderConfig, SessionScript
 from ..scenario.config import load_serve_config
-from ..server.listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
 from ..wire.dialect import CHAT_ERROR_FINISHES, RESPONSES_REASONING, WireOptions
+from .listen import DEFAULT_HOST, DEFAULT_PORT, add_listen_arguments
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
-    """What the serving flags ask for, resolved and checked."""
+    """The serve option set every front end shares: what the serving flags ask for, resolved
+    and checked (``serve_scenario`` and the pytest plugin build one directly)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -37,8 +45,11 @@ class ServeOptions:
     ready_dir: Path | None = None
     """Where relative hang ``readyFile`` paths resolve (None: the front end's default)."""
     url_file: Path | None = None
+    """Where a front end writes its base URL once it listens (``serve``, the debugger)."""
     journal_limit: int = DEFAULT_JOURNAL_LIMIT
+    """Calls each run's journal keeps (``--journal-limit``)."""
     sdk_retries: bool = False
+    """Leave ``x-should-retry: false`` off error answers, so client SDKs may retry them."""
     strict: bool = False
     """A call whose request left the recording fails the verdict (``--strict``)."""
     bind: BindMode = "content"
@@ -46,6 +57,20 @@ class ServeOptions:
     wire: WireOptions = field(default_factory=WireOptions)
     """How the dialects put what a provider's wires say two ways (``--chat-error-finish``,
     ``--responses-reasoning``)."""
+
+    def new_engine(self, scripts: Sequence[SessionScript] = (), *,
+                   ready_dir: Path | None = None) -> ReplayEngine:
+        """The engine these options ask for: pace, ready dir (``ready_dir`` stands in when no
+        ``--ready-dir`` was given), journal limit, strict verdicts and binding rule."""
+        return ReplayEngine(scripts, self.pace.ms, pace=self.pace,
+                            ready_dir=self.ready_dir or ready_dir,
+                            journal_limit=self.journal_limit, strict=self.strict, bind=self.bind)
+
+
+def serve_fields(options: ServeOptions) -> dict[str, Any]:
+    """The serve option set's fields by name, to build an option set that extends it (the
+    debugger's ``AppOptions``) without naming each one again."""
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(ServeOptions)}
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,6 +146,44 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         wire=WireOptions(chat_error_finish=args.chat_error_finish,
                          responses_reasoning=args.responses_reasoning),
     )
+
+
+def serve_flags(options: ServeOptions) -> list[str]:
+    """The flags that make another front end (a debugger process) serve with ``options``:
+    every option that differs from its default, as ``add_serve_arguments`` parses it back.
+
+    The provider catalog comes from a ``--config`` file, so a ``providers`` list cannot be
+    passed on (``ValueError``)."""
+    default = ServeOptions()
+    flags: list[str] = []
+    if options.host != default.host:
+        flags += ["--host", options.host]
+    if options.port != default.port:
+        flags += ["--port", str(options.port)]
+    for name in options.allow_hosts:
+        flags += ["--allow-host", name]
+    if options.pace.mode == "recorded":
+        flags += ["--pace", f"recorded:{options.pace.speed!r}"]
+    if options.pace.ms:
+        flags += ["--pace-ms", str(options.pace.ms)]
+    if options.providers is not None:
+        raise ValueError("a provider catalog goes to another front end as a --config file")
+    for flag, path in (("--ready-dir", options.ready_dir), ("--url-file", options.url_file)):
+        if path is not None:
+            flags += [flag, str(path)]
+    if options.journal_limit != default.journal_limit:
+        flags += ["--journal-limit", str(options.journal_limit)]
+    if options.strict:
+        flags.append("--strict")
+    if options.bind != default.bind:
+        flags += ["--bind", options.bind]
+    if options.wire.chat_error_finish != default.wire.chat_error_finish:
+        flags += ["--chat-error-finish", options.wire.chat_error_finish]
+    if options.wire.responses_reasoning != default.wire.responses_reasoning:
+        flags += ["--responses-reasoning", options.wire.responses_reasoning]
+    if options.sdk_retries:
+        flags.append("--sdk-retries")
+    return flags
 
 
 def _journal_limit(text: str) -> int:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from typing import Any
 
-from ..files import atomic_write
 from ..record import CallReport, Recording, load_scrub_file, record_scenario
 from ..record.summary import recording_summary, report_line, report_warnings
 from ..record.writer import DEFAULT_FORMAT, FORMATS
@@ -27,6 +25,7 @@ from ..server.listen import (
     loopback_warning,
 )
 from ..server.options import add_url_file_argument
+from .listening import announce, stop_on_signals
 
 HELP = "record a live agent run against an upstream provider into a scenario directory"
 
@@ -83,11 +82,7 @@ async def _record(args: argparse.Namespace) -> int:
             print(f"dsh-replay: warning: {report.problem}", file=sys.stderr, flush=True)
 
     scrub = load_scrub_file(args.scrub) if args.scrub else None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+    with stop_on_signals() as stop:
         context = record_scenario(args.scenario, args.upstream, host=args.host,
                                   port=args.port, pack=args.pack, force=args.force,
                                   log_format=args.log_format,
@@ -95,9 +90,7 @@ async def _record(args: argparse.Namespace) -> int:
                                   scrub=scrub)
         recording: Recording = await context.__aenter__()  # CannotListenError: exit 4
         try:
-            if args.url_file is not None:
-                atomic_write(args.url_file, (recording.url + "\n").encode("utf-8"))
-            print(recording.url, flush=True)
+            announce(recording.url, args.url_file)
             await stop.wait()
         except BaseException as exc:
             await context.__aexit__(type(exc), exc, exc.__traceback__)
@@ -106,9 +99,6 @@ async def _record(args: argparse.Namespace) -> int:
             await context.__aexit__(None, None, None)
         finally:  # the summary says what was kept, also when the recording failed
             print("\n".join(recording_summary(recording)), flush=True)
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
     return 1 if recording.problems else 0
 
 

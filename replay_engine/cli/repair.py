@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from pathlib import Path
 
 from ..errors import ReplayError, ScenarioNotFoundError
-from ..files import atomic_write
 from ..record.calls import CallReport
 from ..record.directory import existing_scenario_files
 from ..record.repair import CallRef, RepairSession, check_call_refs, parse_call_ref
 from ..record.summary import report_line
 from ..scenario.loading import Scenario, load_scenario
+from .listening import announce, stop_on_signals
 
 EXIT_NOT_INSTALLED, EXIT_BAD_SCENARIO = 1, 2
 
@@ -74,21 +73,13 @@ async def _run(args: argparse.Namespace) -> int:
         engine = options.new_engine(scenario.scripts)
         server = ReplayServer.serving(engine, options, scenario=scenario)
         repair.attach(server, DEFAULT_RUN)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            url = await server.start()  # CannotListenError: exit 4
-            if options.url_file is not None:
-                atomic_write(options.url_file, (url + "\n").encode("utf-8"))
-            print(url, flush=True)
-            await stop.wait()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            await server.stop()
-            await repair.close()
+        with stop_on_signals() as stop:
+            try:
+                announce(await server.start(), options.url_file)  # CannotListenError: exit 4
+                await stop.wait()
+            finally:
+                await server.stop()
+                await repair.close()
         return _conclude(repair, keep=args.keep_failures)
     finally:
         lock.release()

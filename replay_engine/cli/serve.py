@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import gc
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from typing import Any
 
 from ..engine import DEFAULT_RUN, ReplayEngine
 from ..engine import events as ev
-from ..files import atomic_write
 from ..presentation import EXIT_NOT_CONSUMED, verdict
 from ..safe_text import printable
 from ..scenario.loading import Scenario, load_scenario
@@ -28,6 +26,7 @@ from ..server import ReplayServer
 from ..server.listen import loopback_warning
 from ..server.options import ServeOptions, add_serve_arguments, serve_options
 from ..server.runner import reload_scenario
+from .listening import announce, stop_on_signals
 
 RETRY_MARK = " [SDK retry]"
 """Appended to the log line of a request a client library sent again on its own."""
@@ -122,19 +121,12 @@ async def _serve_from(args: argparse.Namespace, options: ServeOptions, scenario:
 
     server = ReplayServer.serving(engine, options, scenario=scenario, reload=reload)
     url = await server.start()  # CannotListenError: exit 4
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        if options.url_file is not None:
-            atomic_write(options.url_file, (url + "\n").encode("utf-8"))
-        print(url, flush=True)
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await server.stop()
+    with stop_on_signals() as stop:
+        try:
+            announce(url, options.url_file)
+            await stop.wait()
+        finally:
+            await server.stop()
     ok, lines = verdict(engine)
     print("\n".join(lines), flush=True)
     return 0 if ok else EXIT_NOT_CONSUMED

@@ -19,8 +19,9 @@ from ..errors import ReplayError
 
 if TYPE_CHECKING:
     from ..record import Scrubber
-    from ..record.episodes import EpisodeRecording
+    from ..record.episodes import EpisodeRecorder, EpisodeRecording
     from ..record.writer import ScenarioRecorder
+    from ..scenario.loading import Scenario
     from ..server import ReplayServer
     from .servers import Hosted, ServerPool
 
@@ -125,7 +126,6 @@ class NewEpisodes:
     def __init__(self, pool: ServerPool, server: ReplayServer, scenario: Path, run: str,
                  upstream: str, scrub: Scrubber | None) -> None:
         from ..record.directory import ensure_not_recording
-        from ..record.episodes import EpisodeRecording
         from ..record.staging import attempt_directory
 
         loaded = server.scenario
@@ -136,9 +136,7 @@ class NewEpisodes:
         self.attempt = attempt_directory(scenario)
 
         def begin() -> EpisodeRecording:
-            episodes = EpisodeRecording(self.attempt, scenario, loaded, upstream, scrub=scrub)
-            server.set_overflow(run, episodes.answer, episodes.dialects)
-            return episodes
+            return self._begin(server, loaded, upstream, scrub)
 
         try:
             self.episodes: EpisodeRecording | None = pool.loop.call(begin)
@@ -147,18 +145,47 @@ class NewEpisodes:
             raise
         self._server = server
 
+    def _begin(self, server: ReplayServer, loaded: Scenario, upstream: str,
+               scrub: Scrubber | None) -> EpisodeRecording:
+        """Open the recording and forward the run's calls past its scripts to it (on the loop)."""
+        from ..record.episodes import EpisodeRecording
+
+        episodes = EpisodeRecording(self.attempt, self.scenario, loaded, upstream, scrub=scrub)
+        server.set_overflow(self.run, episodes.answer, episodes.dialects)
+        return episodes
+
+    def _end(self, server: ReplayServer) -> None:
+        """Stop forwarding the run's calls (on the loop)."""
+        server.set_overflow(self.run, None)
+
+    def _what(self, shown: Callable[[Path], str]) -> str:
+        """What the recording is, for the failure text."""
+        return f"the new calls recorded for {shown(self.scenario)}"
+
+    def _apply(self, pool: ServerPool, shown: Callable[[Path], str],
+               recorder: EpisodeRecorder) -> list[str]:
+        """Install what was recorded; the lines that say so."""
+        from ..record.staging import check_loads, install
+
+        files = recorder.merged_files()
+        check_loads(self.scenario, self.attempt, files)
+        backups = install(self.scenario, files)
+        shutil.rmtree(self.attempt, ignore_errors=True)
+        pool.changed(self.scenario)
+        return [f"dsh-replay: appended {len(recorder.reports)} new call(s) to "
+                f"{shown(self.scenario)} ({', '.join(sorted(files))}); the previous files "
+                f"are kept as {', '.join(b.name for b in backups)}"]
+
     def conclude(self, pool: ServerPool, shown: Callable[[Path], str], *, test_failed: bool,
                  keep_failures: bool) -> Outcome:
-        """Stop forwarding; append the new calls to the scenario, or keep the attempt."""
-        from ..record.staging import install
-
+        """Stop forwarding; install the new calls into the scenario, or keep the attempt."""
         episodes, self.episodes = self.episodes, None
         if episodes is None:
             return Outcome()
-        server, run = self._server, self.run
+        server = self._server
 
         async def stop() -> None:
-            server.set_overflow(run, None)
+            self._end(server)
             await episodes.close()
 
         pool.loop.run(stop())
@@ -166,24 +193,6 @@ class NewEpisodes:
         if not recorder.reports and not recorder.dropped and recorder.failure is None:
             shutil.rmtree(self.attempt, ignore_errors=True)  # the replay needed nothing new
             return Outcome()
-
-        def apply() -> list[str]:
-            files = recorder.merged_files()
-            _check_loads(self.scenario, self.attempt, files)
-            backups = install(self.scenario, files)
-            shutil.rmtree(self.attempt, ignore_errors=True)
-            pool.changed(self.scenario)
-            return [f"dsh-replay: appended {len(recorder.reports)} new call(s) to "
-                    f"{shown(self.scenario)} ({', '.join(sorted(files))}); the previous files "
-                    f"are kept as {', '.join(b.name for b in backups)}"]
-
-        return _settle(recorder, self.attempt, f"the new calls recorded for "
-                       f"{shown(self.scenario)}", shown, test_failed=test_failed,
-                       keep_failures=keep_failures, stopped=None, apply=apply)
-
-
-def _check_loads(scenario: Path, attempt: Path, files: dict[str, bytes]) -> None:
-    """Load the scenario as it would be with ``files`` written in (ReplayError if it would not)."""
-    from ..record.staging import check_loads
-
-    check_loads(scenario, attempt, files)
+        return _settle(recorder, self.attempt, self._what(shown), shown, test_failed=test_failed,
+                       keep_failures=keep_failures, stopped=None,
+                       apply=lambda: self._apply(pool, shown, recorder))

@@ -176,10 +176,12 @@ def test_e_in_a_real_terminal_suspends_runs_the_editor_and_reloads(tmp_path: Pat
                        "0", size=(80, 24))
         terminal.wait_for("the first paint", lambda s: "serving on" in s)
         terminal.tmux("send-keys", "-t", "e2e", "E")
-        terminal.wait_for("the reloaded script", lambda s: "hang   patched" in s)
-        # The editor's close and the watcher both see the save: one reloads, the other says the
-        # content is already loaded, in either order; Live zoomed shows the whole log.
+        # The editor's close and the watcher both see the save: one reloads, the other (always
+        # second) says the content is already loaded; then Live zoomed shows the whole log.
+        terminal.wait_for("the reloaded script and the skipped second reload",
+                          lambda s: "hang   patched" in s and "content already loaded" in s)
         terminal.tmux("send-keys", "-t", "e2e", "F4")
+        terminal.wait_for("Live focused", lambda s: "┏━ Live" in s)
         terminal.tmux("send-keys", "-t", "e2e", "z")
         screen = terminal.wait_for("the reload", lambda s: "reloaded:" in s and "z Restore" in s)
         assert "~1 changed" in screen

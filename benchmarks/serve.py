@@ -8,7 +8,7 @@ A child process serves both endpoints on one event loop (uvloop when installed, 
 
 Targets on a 2-core machine: one stream >= 0.75x the trivial endpoint and first
 chunk <= 5 ms; 50 concurrent sessions >= 0.75x the floor in total and fair
-(every session's first chunk within 100 ms).
+(every session's first chunk within 50 ms of its request).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from replay_engine.server import ReplayServer, serve_scenario  # noqa: E402
 from replay_engine.wire.openai_chat import ChatStreamEncoder  # noqa: E402
 
 YIELD_EVERY = 64
+FAIR_MS = 50
+"""The latest a session's first chunk may come after its request while 49 others stream."""
 
 
 def _entry(chunks: int, tag: str) -> ScriptEntry:
@@ -198,8 +200,8 @@ def _drive(urls: dict[str, str], single: int, sessions: int, each: int, reps: in
     worst = max(r["own_max_ms"] for r in ours_many)
     print(f"  ratio replay/trivial: {many['rate'] / floor_many['rate']:.2f}x; vs one-stream "
           f"floor {many['rate'] / floor['rate']:.2f}x (target >= 0.75)")
-    print(f"  fair: every first chunk within 100 ms of its request: "
-          f"{'yes' if many['own_max_ms'] <= 100 else 'NO'} (worst over all {reps} runs: "
+    print(f"  fair: every first chunk within {FAIR_MS} ms of its request: "
+          f"{'yes' if worst <= FAIR_MS else 'NO'} (worst over all {reps} runs: "
           f"{worst:.1f} ms)")
 
 

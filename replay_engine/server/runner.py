@@ -27,6 +27,7 @@ from ..engine.staging import StagedScripts
 from ..models import ProviderConfig
 from ..scenario.loading import Scenario, load_scenario
 from ..wire.dialect import WireOptions
+from .accepting import burst_listener
 from .app import create_app, served_by, set_app_scenario
 from .frontdoor import MAX_HEAD_BYTES, HttpParser, http_protocol
 from .guard import RequestGuard
@@ -45,11 +46,35 @@ idle, requests beyond the cap are answered 503 (JSON) at once."""
 
 
 class _EmbeddedServer(uvicorn.Server):
-    """uvicorn that leaves signal handling to whoever owns the event loop."""
+    """uvicorn that leaves signal handling to whoever owns the event loop and accepts every
+    waiting connection in one turn of it (``accepting``)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's start on the given sockets, each watched by a ``BurstListener`` (the
+        loop's own server where it cannot watch sockets)."""
+        if not sockets:
+            await super().startup(sockets)
+            return
+        await self.lifespan.startup()
+        config = self.config
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.Protocol:
+            made: asyncio.Protocol = config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state, app_state=self.lifespan.state,
+                _loop=loop)
+            return made
+
+        self.servers = []
+        for sock in sockets:
+            listener = burst_listener(loop, sock, protocol, config.backlog)
+            self.servers.append(listener if listener is not None else  # type: ignore[arg-type]
+                                await loop.create_server(protocol, sock=sock, backlog=config.backlog))
+        self.started = True
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """uvicorn's shutdown, without its fixed 0.1 s pause for connections when none is

@@ -9,8 +9,8 @@ each corpus shape is skipped when its corpus is absent); "packed-v4" sets the pa
 beside its v4 rendering (the same calls as settlement events). Targets on a 2-core machine: packed
 load <= 1.0 s wall and peak RSS <= 2.5x the file size; the whole ``dsh-replay validate``
 process on the corpus and v4 shapes <= 1.0x an orjson-per-line parse process of the same
-file; the packed log's ``validate`` process <= 0.31x its orjson process, and its v4
-rendering's no slower than it; ``dsh-replay --help`` <= 150 ms.
+file; the packed log's ``validate`` process <= 0.31x an orjson read of it that keeps each
+line's value, and its v4 rendering's no slower than it; ``dsh-replay --help`` <= 150 ms.
 """
 
 from __future__ import annotations
@@ -117,6 +117,24 @@ with open(sys.argv[1], "rb") as handle:
         if line.strip():
             loads(line)
 """
+
+
+ORJSON_READ_PROCESS = """
+import orjson, sys
+loads = orjson.loads
+with open(sys.argv[1], "rb") as handle:
+    values = [loads(line) for line in handle if line.strip()]
+"""
+"""An orjson-per-line read: each line's value kept, as a reader that loads the log holds it."""
+
+TREE_VALIDATE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from replay_engine.cli.dispatch import run
+sys.argv = ["dsh-replay", "validate", sys.argv[2]]
+run()
+"""
+"""``dsh-replay validate`` run from another checkout's tree (``--before``)."""
 
 
 def _process(argv: list[str]) -> tuple[float, float]:
@@ -300,11 +318,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement")
     parser.add_argument("--shape", choices=("all", "packed", "packed-v4", "corpus", "v4", "start-up"),
                         default="all", help="which measurements to run")
+    parser.add_argument("--before", type=Path, metavar="TREE",
+                        help="packed-v4: also time `validate` of the v0 log from this checkout "
+                             "(e.g. a `git worktree` of an older commit), in the same rounds")
     args = parser.parse_args()
     if args.shape in ("all", "packed"):
         packed_shape(args)
     if args.shape in ("all", "packed", "packed-v4"):
-        packed_generations(args.mb, args.reps)
+        packed_generations(args.mb, args.reps, args.before)
     if args.shape in ("all", "corpus"):
         corpus_shape(args.mb, args.reps)
     if args.shape in ("all", "v4"):
@@ -377,10 +398,12 @@ def packed_shape(args: argparse.Namespace) -> None:
     )
 
 
-def packed_generations(mb: int, reps: int) -> None:
+def packed_generations(mb: int, reps: int, before: Path | None = None) -> None:
     """The packed log beside its v4 rendering (the same calls as settlement events,
     docs/format.md#generations): ``check_log`` in-process and the whole ``dsh-replay validate`` process, each
-    against an orjson-per-line read of its own file, all interleaved round by round."""
+    against two orjson-per-line processes of its own file (one parsing and dropping each line,
+    one reading the values into a list), all interleaved round by round; ``before``: the v0
+    ``validate`` of an older checkout in the same rounds."""
     scenario = DATA / f"scenario-{mb}mb-v{GEN_VERSION}"
     log = ensure_log(scenario / "session.jsonl", mb * MB)
     v4_scenario = DATA / f"packed-v4-{mb}mb-v{GEN_VERSION}"
@@ -401,12 +424,21 @@ def packed_generations(mb: int, reps: int) -> None:
     print(f"  whole processes ({reps} rounds; ratio: median of per-round ratios)")
     runs = {name: argv for tag, (directory, path) in logs.items() for name, argv in (
         (f"{tag} floor: orjson-per-line process", [sys.executable, "-c", ORJSON_PROCESS, str(path)]),
+        (f"{tag} floor: orjson-per-line read (values kept)",
+         [sys.executable, "-c", ORJSON_READ_PROCESS, str(path)]),
         (f"{tag} dsh-replay validate", [*_dsh_replay(), "validate", str(directory)]))}
+    if before is not None:
+        runs["v0 dsh-replay validate (before)"] = [
+            sys.executable, "-c", TREE_VALIDATE, str(before.resolve()), str(scenario)]
     processes = _process_rounds(runs, reps)
     for tag in logs:
-        names = (f"{tag} floor: orjson-per-line process", f"{tag} dsh-replay validate")
-        _report_processes({name: processes[name] for name in names}, names[0],
-                          0.31 if tag == "v0" else 1.0)
+        validates = [f"{tag} dsh-replay validate"]
+        if before is not None and tag == "v0":
+            validates.append("v0 dsh-replay validate (before)")
+        for floor, target in ((f"{tag} floor: orjson-per-line process", 1.0),
+                              (f"{tag} floor: orjson-per-line read (values kept)", 0.31)):
+            print(f"   {tag} against {floor.split(': ', 1)[1]}:")
+            _report_processes({name: processes[name] for name in (floor, *validates)}, floor, target)
     walls = [v4 / v0 for v4, v0 in zip(processes["v4 dsh-replay validate"][0],
                                        processes["v0 dsh-replay validate"][0], strict=True)]
     cpus = [v4 / v0 for v4, v0 in zip(processes["v4 dsh-replay validate"][1],

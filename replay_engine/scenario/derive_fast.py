@@ -18,7 +18,7 @@ from typing import BinaryIO
 from ..models import LogContext, ScriptEntry, SessionHeader
 from .derive import Deriver
 from .layout import generation_of
-from .logs import ensure_log_file, unreadable_log_error
+from .logs import READ_BUFFER, ensure_log_file, unreadable_log_error
 from .logscan import gc_paused
 from .reader import read_log
 
@@ -54,7 +54,7 @@ def load_log(path: str | Path, *, seed_length: bool = False, name: str | None = 
     file = name or str(path)
     ensure_log_file(path, file)
     try:
-        with open(path, "rb") as handle, gc_paused():
+        with open(path, "rb", buffering=READ_BUFFER) as handle, gc_paused():
             if progress is None:  # the hot path: the file's own line iterator
                 return derive_any(handle, file, seed_length, generation_of(file),
                                   lenient=lenient)

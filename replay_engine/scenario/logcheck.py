@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .feeds import Checker
 from .layout import generation_of
-from .logs import ensure_log_file, unreadable_log_error
+from .logs import READ_BUFFER, ensure_log_file, unreadable_log_error
 from .logscan import gc_paused
 from .reader import read_log
 
@@ -51,7 +51,7 @@ def check_log(
     file = name or str(path)
     ensure_log_file(path, file)
     try:
-        with open(path, "rb") as handle, gc_paused():
+        with open(path, "rb", buffering=READ_BUFFER) as handle, gc_paused():
             return check_any(handle, file, seed_length, generation_of(file),
                              [] if warnings is None else warnings, lenient=lenient)
     except OSError as exc:  # cannot open, or a read fails midway (EIO)

@@ -52,6 +52,12 @@ _REQUIRED_ENVELOPE = frozenset({"type", "data"})
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
+READ_BUFFER = 1 << 20
+"""Bytes a log is read from disk at a time. With the default 8 KiB buffer, a line longer than it
+(a tool result, a request's headers) was read in pieces and joined: reading a 100 MB log line
+by line took about twice as long (0.07 s against 0.03 s of CPU for 100 MB)."""
+
+
 def _where(file: str | None, line: int) -> str:
     return f"{file or '<log>'}:{line}"
 

@@ -94,7 +94,7 @@ def _conclude(repair: RepairSession, *, keep: bool) -> int:
               "unchanged", flush=True)
         return 0
     problems = repair.problems()
-    cuts = ", ".join(f"script {s} from call #{c}" for s, c in sorted(recorder.cuts.items()))
+    cuts = recorder.described_cuts()
     print(f"recorded {len(recorder.reports)} call(s) upstream"
           + (f" ({cuts})" if cuts else ""), flush=True)
     if not problems or keep:

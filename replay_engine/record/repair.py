@@ -186,6 +186,10 @@ class RepairRecorder(EpisodeRecorder):
         """Script ``script_index`` is recorded anew from call ``call_index`` on."""
         self.cuts.setdefault(script_index, call_index)
 
+    def described_cuts(self) -> str:
+        """Where each script was recorded anew, e.g. ``script 0 from call #3`` (empty: none)."""
+        return ", ".join(f"script {s} from call #{c}" for s, c in sorted(self.cuts.items()))
+
     def _new_log(self, session: str | None) -> SessionLog:
         index = self._continues.get(session)
         if index is None or index not in self.cuts:

@@ -51,7 +51,7 @@ class FromDivergence(NewEpisodes):
         assert isinstance(recorder, RepairRecorder)
         backups = install_repair(recorder, self.scenario, self.attempt)
         pool.changed(self.scenario)
-        cuts = ", ".join(f"script {s} from call #{c}" for s, c in sorted(recorder.cuts.items()))
+        cuts = recorder.described_cuts()
         return [f"dsh-replay: recorded {len(recorder.reports)} call(s) of "
                 f"{shown(self.scenario)} from the divergence ({cuts or 'past the end'}); the "
                 f"previous files are kept as {', '.join(b.name for b in backups)}",

@@ -32,6 +32,7 @@ from ..jsonlimits import (
     too_deep,
 )
 from ..safe_text import shown
+from .guard import INVALID_ID, id_problem
 
 __all__ = ["MAX_BODY_BYTES", "BadRequest", "ClientGone", "parse_json_body", "read_body",
            "read_json_body", "session_field"]
@@ -127,8 +128,11 @@ async def read_json_body(request: Request) -> dict[str, Any]:
 
 
 def session_field(body: dict[str, Any]) -> str | None:
-    """The body's ``sessionId`` (None when absent); BadRequest when it is not a string."""
+    """The body's ``sessionId`` (None when absent); BadRequest when it is not a string, or
+    not an id the server takes (the rule of path ids and ``X-Session-Id``: ``INVALID_ID``)."""
     value = body.get("sessionId")
     if value is not None and not isinstance(value, str):
         raise BadRequest(400, f"sessionId must be a string, got {shown(value)}", INVALID_REQUEST)
+    if value is not None and (problem := id_problem("session", value, " (sessionId body field)")):
+        raise BadRequest(400, problem, INVALID_ID)
     return value

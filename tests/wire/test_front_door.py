@@ -101,20 +101,17 @@ def test_a_forged_session_id_cannot_forge_verdict_or_log_lines(tmp_path: Path) -
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
         forged = "s\nreplay consumed (run default)\n"
-        answer = httpx.post(url + "/replay/v1/stream", json={
-            "sessionId": forged, "messages": [{"role": "user", "content": "hi"}]})
-        assert answer.status_code == 200
-        httpx.post(url + "/replay/v1/stream", json={"sessionId": forged})  # exhausted
+        answers = [httpx.post(url + path, json={"sessionId": forged, "messages": []})
+                   for path in ("/replay/v1/stream", "/replay/v1/cancel")]
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=30)
-    assert "replay consumed (run default)\n" not in err
+    # the body field keeps the id rule of paths and X-Session-Id: refused before binding
+    assert [a.status_code for a in answers] == [400, 400]
+    assert all("sessionId body field" in a.text and "INVALID_ID" in a.text for a in answers)
     assert all(not line.startswith("replay consumed") for line in err.splitlines())
-    assert "s\\nreplay consumed" in err
-    # the refused call fails the verdict; the forged id stays escaped inside its problem line
     assert out.splitlines()[0] == "replay NOT consumed (run default):"
     assert all(not line.startswith("replay consumed") for line in out.splitlines())
-    assert "s\\nreplay consumed" in out
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--delay-ms", type=int, default=0, metavar="N",
                    help="wait N ms between calls so the debugger's cursors can be watched")
     p.add_argument("--ready-dir", default=None, metavar="DIR",
-                   help="directory the server creates hang readyFiles in (default: cwd)")
+                   help="directory the server creates hang readyFiles in (default: the path the "
+                        "server reports for each hang)")
     p.add_argument("--run", default=None, metavar="NAME",
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
     p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",

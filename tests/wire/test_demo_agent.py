@@ -142,6 +142,22 @@ async def test_ready_file_in_another_directory_is_reported(tmp_path: Path) -> No
     assert str(tmp_path / "server" / "ready.marker") in failure and "--ready-dir" in failure
 
 
+async def test_without_ready_dir_the_servers_own_directory_is_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `dsh-replay serve` without --ready-dir makes its markers in a directory of its own; the
+    # demo agent without --ready-dir finds the marker where the server's state says it is,
+    # not in the current directory.
+    scenario = _write_scenario(tmp_path / "s", [{"kind": "hang", "readyFile": "ready.marker"}])
+    (tmp_path / "server").mkdir()
+    (tmp_path / "agent").mkdir()
+    monkeypatch.chdir(tmp_path / "agent")
+    async with serve_scenario(scenario, port=0, ready_dir=tmp_path / "server") as server:
+        result = await run_demo_agent(server.url, out=lambda line: None, hang_timeout=2.0)
+    assert result.failures == [] and result.consumed
+    assert f"hung (readyFile {tmp_path / 'server' / 'ready.marker'})" in result.calls[0].outcome
+    assert not (tmp_path / "agent" / "ready.marker").exists()
+
+
 async def test_named_run_leaves_the_default_run_alone(samples: Path) -> None:
     async with serve_scenario(samples / "basic-chat", port=0) as server:
         result = await run_demo_agent(server.url + "/v1/", run="alpha", out=lambda line: None)

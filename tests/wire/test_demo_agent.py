@@ -206,6 +206,21 @@ def test_cli_unreachable_server_exits_1_with_one_paragraph(
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--run", "a b"], "argument --run: run id 'a b' is not accepted: use 1 to 128 printable"),
+    (["--delay-ms", "-3"], "argument --delay-ms: -3: must be a non-negative integer"),
+])
+def test_cli_refuses_a_run_or_delay_the_server_would_not_take(
+        capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
+    # A usage error before any request, not "is this a dsh-replay server?" after a 400.
+    url = f"http://127.0.0.1:{_closed_port()}"
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["demo-agent", url, *flags])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "cannot reach" not in err and "Traceback" not in err
+
+
 async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
     exe = shutil.which("dsh-replay")
     command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]

@@ -98,6 +98,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=help_line, add_help=False)
             continue
         register(sub)
+        chosen: argparse.ArgumentParser = sub.choices[name]
+        chosen.set_defaults(subparser=chosen)  # the one whose usage an unknown option shows
     return parser
 
 
@@ -118,7 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     parser = build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the subcommand's parser, so the usage shown is that command's, not the list
+        # of commands.
+        said_by: argparse.ArgumentParser = getattr(args, "subparser", parser)
+        said_by.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         Rename as Rename,
         atomic_write as atomic_write,
         fingerprint as fingerprint,
+        output_file_problem as output_file_problem,
     )
     from .models import (
         AnyEntry as AnyEntry,

@@ -122,10 +122,6 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
                       breaks=tuple(args.breaks))
 
 
-INTERRUPTED = 130
-"""The exit status of Ctrl+C before the debugger took the terminal (as a shell reports it)."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the debugger on a scenario directory; print the assert-consumed verdict on quit.
     Ctrl+C before the screen is up (the key of a running debugger) is one line, not a
@@ -134,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         print("dsh-replay-tui: interrupted while starting; nothing was served", file=sys.stderr)
-        return INTERRUPTED
+        from replay_engine import EXIT_INTERRUPTED  # the one exit status of Ctrl+C
+
+        return EXIT_INTERRUPTED
 
 
 def _main(argv: Sequence[str] | None) -> int:

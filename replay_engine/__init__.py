@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     )
     from .presentation import (
         EXIT_FAILED as EXIT_FAILED,
+        EXIT_INTERRUPTED as EXIT_INTERRUPTED,
         EXIT_NOT_CONSUMED as EXIT_NOT_CONSUMED,
         EXIT_NOT_SERVING as EXIT_NOT_SERVING,
         EXIT_OK as EXIT_OK,

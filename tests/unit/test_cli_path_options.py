@@ -1,5 +1,6 @@
-"""Path options of the serving commands (``--url-file``, ``--ready-dir``) that cannot be used are
-one clear line before anything listens: a usage error (exit 2) naming the path and the fix."""
+"""Options of the serving commands that cannot be used (``--url-file``, ``--ready-dir``, a
+repair-only flag on a plain record) are one clear line before anything listens: a usage error
+(exit 2) naming the value and the fix."""
 
 from __future__ import annotations
 
@@ -58,3 +59,15 @@ def test_a_url_file_that_cannot_be_written_is_an_input_error(tmp_path: Path) -> 
         announce("http://127.0.0.1:1", blocker / "url")
     assert caught.value.message.startswith(f"--url-file {blocker / 'url'}: cannot write the URL (")
     assert caught.value.message.endswith("); give a file in a writable directory.")
+
+
+def test_keep_failures_without_a_repair_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # A plain record has nothing to keep or discard: the flag would be silently ignored.
+    target = tmp_path / "new"
+    assert main(["record", str(target), "--upstream", "http://127.0.0.1:1",
+                 "--keep-failures"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("dsh-replay: error: --keep-failures goes with "
+                                        "--from-divergence")
+    assert err.count("\n") == 1 and not target.exists()

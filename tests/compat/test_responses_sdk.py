@@ -294,8 +294,9 @@ async def test_an_error_finish_is_a_failed_response_not_an_exception(tmp_path: P
         assert (created.error.code, created.error.message) == ("SERVER", "upstream broke")
         async with api.responses.stream(**_request("a")) as stream:
             events = [event async for event in stream]
-            assert events[-1].type == "response.failed"
-            assert events[-1].response.error.code == "SERVER"
+            last = events[-1]
+            assert last.type == "response.failed" and last.response.error is not None
+            assert last.response.error.code == "SERVER"
             with pytest.raises(RuntimeError, match="response.completed"):
                 await stream.get_final_response()
         assert served.engine.consumed_problems() == []

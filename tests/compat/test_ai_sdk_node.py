@@ -19,7 +19,8 @@ from replay_engine import ChunksEntry, ThrowEntry, load_scenario
 from replay_engine.server import serve_scenario
 from replay_engine.statuscodes import status_for_code
 from tests.compat.compat_helpers import CORPUS, needs_corpus, node_or_skip
-from tests.compat.recorded import json_object, recorded_blocks
+from tests.compat.recorded import PREFIX, json_object, recorded_blocks
+from tests.wire.wire_helpers import write_scenario
 
 pytestmark = [pytest.mark.anyio, needs_corpus]
 
@@ -104,3 +105,20 @@ async def test_ai_sdk_assembles_every_recorded_call(name: str, mode: str, provid
                 want = expected(entry)
                 assert assembled(result, want) == want, f"{name}[{i}] call {j} ({mode}, {provider})"
         assert server.engine.consumed_problems() == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_stream_text_ends_a_failed_stream_without_raising(provider: str,
+                                                                tmp_path: Path) -> None:
+    """What docs/clients.md says of ``streamText``: an error finish and a throw after its prefix
+    both resolve ``text`` with the prefix and ``finishReason`` with ``error`` (the error goes
+    to ``onError``); nothing rejects."""
+    node_or_skip(NODE_AISDK_DIR, PROVIDERS[provider])
+    root = write_scenario(tmp_path / "s", [
+        {"kind": "chunks", "chunks": [*PREFIX, {"type": "finish", "reason": {
+            "kind": "error", "code": "SERVER", "message": "upstream broke"}}]},
+        {"kind": "throw", "chunks": PREFIX, "message": "slow down", "code": "RATE_LIMIT"}])
+    async with serve_scenario(root) as server:
+        results = await _node(f"{server.url}/v1", "text", 2, [], provider)
+        assert len(server.engine.journal()) == 2  # maxRetries: 0, so no retry took a call
+    assert results == [{"text": "Half an answer", "finishReason": "error"}] * 2

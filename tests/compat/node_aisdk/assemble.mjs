@@ -1,7 +1,9 @@
 // Reads calls from a replay server with the AI SDK and prints what it assembled, as JSON:
 // PROVIDER openai is @ai-sdk/openai on its default (Responses) model, compatible is
 // @ai-sdk/openai-compatible on the chat-completions route.
-// Usage: node assemble.mjs BASE_URL MODE CALLS TOOLS_JSON [PROVIDER]   (MODE: stream | generate)
+// Usage: node assemble.mjs BASE_URL MODE CALLS TOOLS_JSON [PROVIDER]
+// MODE: stream (streamText's parts) | generate (generateText) | text (streamText's text and
+// finishReason promises, as an agent awaits them).
 // maxRetries: 0 as the README says: the AI SDK ignores x-should-retry.
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
@@ -27,7 +29,10 @@ function call(reasoning, text, toolCalls, finishReason, usage) {
 
 for (let n = 0; n < Number(calls); n++) {
   try {
-    if (mode === "stream") {
+    if (mode === "text") {
+      const result = streamText({ ...request, onError: () => {} });
+      out.push({ text: await result.text, finishReason: await result.finishReason });
+    } else if (mode === "stream") {
       const result = streamText({ ...request, onError: () => {} });
       const reasoning = new Map();
       let text = "";

@@ -16,6 +16,20 @@ from ..server.guard import id_problem
 from ..testing.demo_agent import DEMO_DIALECTS, run_demo_agent
 
 
+def _server_url(value: str) -> str:
+    """``URL``: an http(s) address (``host:port`` is taken as http), else a usage error."""
+    from urllib.parse import urlsplit
+
+    from ..testing.demo_wires import server_root
+
+    parts = urlsplit(server_root(value))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a server URL; pass the URL `dsh-replay serve` or the debugger "
+            "prints, e.g. http://127.0.0.1:8765")
+    return value
+
+
 def _run_name(value: str) -> str:
     """``--run``: a run id the server takes (its one id rule), else a usage error."""
     problem = id_problem("run", value)
@@ -59,7 +73,7 @@ def register(subparsers: Any) -> None:
                     "calls once they are in place. Exits 0 when the run "
                     "ends consumed, 3 when it does not, 1 when the server cannot be reached.",
     )
-    p.add_argument("url", help="server URL, e.g. http://127.0.0.1:8765")
+    p.add_argument("url", type=_server_url, help="server URL, e.g. http://127.0.0.1:8765")
     p.add_argument("--delay-ms", type=_delay_ms, default=0, metavar="N",
                    help="wait N ms between calls so the debugger's cursors can be watched")
     p.add_argument("--ready-dir", default=None, metavar="DIR",

@@ -221,6 +221,17 @@ def test_cli_refuses_a_run_or_delay_the_server_would_not_take(
     assert said in err and "cannot reach" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("url", ["", "ftp://127.0.0.1:8765"])
+def test_cli_refuses_what_is_not_a_server_url(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["demo-agent", url])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"error: argument url: {url!r} is not a server URL; pass the URL "
+                        "`dsh-replay serve` or the debugger prints, e.g. http://127.0.0.1:8765\n")
+    assert "cannot reach" not in err
+
+
 async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:
     exe = shutil.which("dsh-replay")
     command = [exe] if exe else [sys.executable, "-m", "replay_engine.cli"]

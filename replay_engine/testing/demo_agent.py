@@ -158,8 +158,9 @@ class _Driver:
             raise unreachable(self.server, exc) from None
         if response.status_code != 200:
             raise ServerUnreachableError(
-                f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay server? "
-                "Pass the URL that `dsh-replay serve` or the debugger prints.")
+                f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay "
+                "replay server? (A recorder serves no scripts to drive.) Pass the URL that "
+                "`dsh-replay serve` or the debugger prints.")
         try:
             return response.json()
         except ValueError:

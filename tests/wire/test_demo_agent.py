@@ -221,6 +221,17 @@ def test_cli_refuses_a_run_or_delay_the_server_would_not_take(
     assert said in err and "cannot reach" not in err and "Traceback" not in err
 
 
+async def test_a_recorder_is_named_as_the_reason_nothing_can_be_driven(tmp_path: Path) -> None:
+    # The recorder is a dsh-replay server too, but it serves no scripts: say so.
+    from replay_engine.record import record_scenario
+
+    async with record_scenario(tmp_path / "rec", "http://127.0.0.1:9") as recording:
+        with pytest.raises(ServerUnreachableError) as caught:
+            await run_demo_agent(recording.url, out=lambda line: None)
+    assert "answered HTTP 404" in caught.value.message
+    assert "A recorder serves no scripts to drive." in caught.value.message
+
+
 @pytest.mark.parametrize("url", ["", "ftp://127.0.0.1:8765"])
 def test_cli_refuses_what_is_not_a_server_url(capsys: pytest.CaptureFixture[str], url: str) -> None:
     with pytest.raises(SystemExit) as exit_info:

@@ -71,3 +71,10 @@ def test_keep_failures_without_a_repair_is_refused(tmp_path: Path,
     assert out == "" and err.startswith("dsh-replay: error: --keep-failures goes with "
                                         "--from-divergence")
     assert err.count("\n") == 1 and not target.exists()
+
+
+@pytest.mark.parametrize("name", ["", "  ", "a b", "http://x", "user@host"])
+def test_allow_host_that_names_no_host(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _usage_error(capsys, "serve", str(SAMPLES / "basic-chat"), "--allow-host", name)
+    assert line.startswith(f"dsh-replay serve: error: argument --allow-host: {name!r} is not a "
+                           "host name;")

@@ -232,7 +232,7 @@ async def test_a_recorder_is_named_as_the_reason_nothing_can_be_driven(tmp_path:
     assert "A recorder serves no scripts to drive." in caught.value.message
 
 
-@pytest.mark.parametrize("url", ["", "ftp://127.0.0.1:8765"])
+@pytest.mark.parametrize("url", ["", "ftp://127.0.0.1:8765", "http://", "https:///v1"])
 def test_cli_refuses_what_is_not_a_server_url(capsys: pytest.CaptureFixture[str], url: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["demo-agent", url])

@@ -107,7 +107,11 @@ def run_diff(args: argparse.Namespace) -> int:
                 old, new = _load(Path(args.old), args.old), _load(Path(args.new), args.new)
             result = diff_scenarios(old, new)
     except ReplayError as exc:
-        print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
+        if args.json:  # as ``inspect --json``: the error is JSON on stdout too
+            print(json.dumps({"ok": False, "error": exc.message, "code": exc.code},
+                             ensure_ascii=False))
+        else:
+            print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

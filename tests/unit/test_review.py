@@ -138,6 +138,17 @@ def test_a_scenario_that_does_not_load_is_named(tmp_path: Path,
     assert code == 2 and "give two scenario directories" in err
 
 
+def test_json_errors_are_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``--json`` a scenario that does not load is JSON on stdout, as ``inspect --json``
+    gives it, so a script reading the output always reads JSON."""
+    code, out, err = _diff(capsys, str(SAMPLES / "basic-chat"), str(SAMPLES / "broken-json-line"),
+                           "--json")
+    said = json.loads(out)
+    assert code == 2 and err == ""
+    assert said["ok"] is False and said["code"] == "LOG_PARSE"
+    assert f"{SAMPLES / 'broken-json-line'} does not load: [LOG_PARSE]" in said["error"]
+
+
 def test_git_compares_the_committed_scenario_with_the_working_tree(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = tmp_path / "repo"

@@ -96,32 +96,51 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     try:
         marker = request.node.get_closest_marker(MARKER)
         if marker is not None:
-            scenario, consumed, strict, bind = _marker_arguments(marker)
+            misuse: str | None = None
+            try:
+                scenario, consumed, strict, bind = _marker_arguments(marker)
+            except ValueError as exc:
+                misuse = str(exc)
+            if misuse is not None:  # the test's set-up fails with this line alone
+                pytest.fail(misuse, pytrace=False)
             replay.serve(scenario, consumed=consumed, strict=strict, bind=bind)
         yield replay
     finally:
         replay.close()
 
 
+_MARKER_USAGE = ("use @pytest.mark.dsh_replay, @pytest.mark.dsh_replay('path/to/scenario') or "
+                 "@pytest.mark.dsh_replay('path/to/scenario', consumed=False, strict=True)")
+
+
 def _marker_arguments(marker: pytest.Mark) -> tuple[str | None, bool, bool | None, Any]:
-    usage = ("use @pytest.mark.dsh_replay, @pytest.mark.dsh_replay('path/to/scenario') or "
-             "@pytest.mark.dsh_replay('path/to/scenario', consumed=False, strict=True)")
-    if len(marker.args) > 1 or (marker.args and not isinstance(marker.args[0], str | os.PathLike)):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay takes one scenario directory; {usage}")
-    unknown = sorted(set(marker.kwargs) - {"consumed", "strict", "bind"})
+    """The marker's scenario (positional or ``scenario=``), ``consumed``, ``strict`` and
+    ``bind``; ValueError saying what is wrong and how the marker is written."""
+    def wrong(what: str) -> ValueError:
+        return ValueError(f"dsh-replay: @pytest.mark.dsh_replay {what}; {_MARKER_USAGE}")
+
+    args = list(marker.args)
+    if "scenario" in marker.kwargs:
+        if args:
+            raise wrong("names its scenario twice (positionally and as scenario=)")
+        args = [marker.kwargs["scenario"]]
+    if len(args) > 1 or (args and args[0] is not None
+                         and not isinstance(args[0], str | os.PathLike)):
+        raise wrong("takes one scenario directory")
+    unknown = sorted(set(marker.kwargs) - {"scenario", "consumed", "strict", "bind"})
     if unknown:
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay has no option {', '.join(unknown)}; {usage}")
+        raise wrong(f"has no option {', '.join(unknown)}")
     consumed = marker.kwargs.get("consumed", True)
     if not isinstance(consumed, bool):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay consumed= must be True or False; {usage}")
+        raise wrong("consumed= must be True or False")
     strict = marker.kwargs.get("strict")
     if strict is not None and not isinstance(strict, bool):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay strict= must be True or False; {usage}")
+        raise wrong("strict= must be True or False")
     bind = marker.kwargs.get("bind", "content")
     if bind not in ("content", "order"):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay bind= must be 'content' or 'order'; "
-                                f"{usage}")
-    return (str(marker.args[0]) if marker.args else None), consumed, strict, bind
+        raise wrong("bind= must be 'content' or 'order'")
+    scenario = args[0] if args else None
+    return (None if scenario is None else str(scenario)), consumed, strict, bind
 
 
 @pytest.fixture(autouse=True)

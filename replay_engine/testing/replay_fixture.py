@@ -187,9 +187,9 @@ class DshReplay(InProcessClients):
         """The scenario of the marker, or the first one served."""
         for run in self._runs.values():
             return run
-        raise pytest.UsageError(
-            "dsh_replay serves no scenario to this test: mark it with "
-            "@pytest.mark.dsh_replay('DIR') or call dsh_replay.serve('DIR') first")
+        pytest.fail("dsh-replay: dsh_replay serves no scenario to this test: mark it with "
+                    "@pytest.mark.dsh_replay('DIR') or call dsh_replay.serve('DIR') first",
+                    pytrace=False)
 
     @property
     def base_url(self) -> str:

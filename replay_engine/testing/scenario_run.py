@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 Mode = Literal["replay", "episodes", "record", "debug"]
+SETTLE_S = 2.0
+"""How long a report waits for the test's calls still in flight to end: a client that left
+just before the test ended (a closed stream, a read timeout) ends its call a few turns of the
+servers' loop later, and the verdict must not call that call in flight."""
 Facts = tuple["list[SessionScript]", "dict[str, Any] | None", "list[str]", "list[str]"]
 """What a report is made of: scripts, the first divergence (JSON), the unconsumed problems
 (docs/format.md#binding), the verdict's others."""
@@ -184,6 +189,8 @@ class ScenarioRun:
             engine, run = self.engine, self.run
             consumed, strict, refused = self.consumed, self.strict, self._refused
 
+            _settle(pool, engine, run)
+
             def facts() -> Facts:
                 # refusals come with their own detail below (the live call and its diff)
                 unconsumed = engine.consumed_problems(run) if consumed else []
@@ -250,3 +257,14 @@ class ScenarioRun:
             if self._work is not None:
                 shutil.rmtree(self._work, ignore_errors=True)
         return lines
+
+
+def _settle(pool: ServerPool, engine: ReplayEngine, run: str) -> None:
+    """Wait (up to ``SETTLE_S``) until no call of ``run`` streams or hangs; a call still going
+    then is reported in flight. Only a test that leaves a call going waits at all."""
+    def going() -> bool:
+        return any(b.status in ("streaming", "hanging") for b in engine.state(run).bindings)
+
+    deadline = time.monotonic() + SETTLE_S
+    while pool.loop.call(going) and time.monotonic() < deadline:
+        time.sleep(0.01)

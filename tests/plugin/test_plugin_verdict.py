@@ -135,3 +135,32 @@ def test_a_hang_left_in_flight_fails_naming_the_call(project: pytest.Pytester) -
     assert ("  the anonymous session: call #1 of script 0 (turn/step 1/2) is hanging until "
             "cancelled (still in flight)") in left
     assert "not consumed" not in left
+
+
+def test_a_hang_the_client_gave_up_on_ends_cancelled_not_in_flight(
+        project: pytest.Pytester) -> None:
+    """The client's read timeout closes the hanging call just before the test ends: the report
+    waits for the server to see it go (in process and over the socket), so the hang ends
+    cancelled as over any connection, and the test fails with its own timeout alone."""
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makepyfile(test_gives_up='''
+        import httpx
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/hang")
+        def test_times_out(dsh_replay):
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            with httpx.Client(timeout=0.5) as client:
+                for _ in range(2):
+                    with client.stream("POST", dsh_replay.base_url + "/chat/completions",
+                                       json=body) as answer:
+                        for _ in answer.iter_lines():
+                            pass
+    ''')
+    for transport in ((), ("--dsh-replay-socket",)):
+        result = run(project, *transport)
+        result.assert_outcomes(failed=1)
+        report = section(result, "test_times_out")
+        assert "ReadTimeout" in report, report
+        assert "in flight" not in report and "hanging" not in report, report
+        assert "dsh-replay: the replay of" not in report, report

@@ -115,12 +115,29 @@ class Settings:
         if self.upstream and self.record == "none":
             raise pytest.UsageError("--dsh-replay-upstream is used only when recording; add "
                                     "--dsh-replay-record=MODE (once, new_episodes, from_divergence or all)")
+        if self.upstream:
+            self._check_upstream(self.upstream)
+        if self.record_failures and self.record == "none":
+            raise pytest.UsageError("--dsh-replay-record-failures keeps recordings whose calls "
+                                    "or test failed; add --dsh-replay-record=MODE and "
+                                    "--dsh-replay-upstream URL")
         if self.record != "none" and self.debug is not None:
             raise pytest.UsageError("--dsh-replay-debug replays; it cannot be combined with "
                                     "--dsh-replay-record")
         if self.breaks and self.debug is None:
             raise pytest.UsageError("--dsh-replay-break sets breakpoints of the debugger; add "
                                     "--dsh-replay-debug")
+
+    @staticmethod
+    def _check_upstream(upstream: str) -> None:
+        """A URL no recording could use is refused before any test runs (not once per test)."""
+        from ..errors import ReplayError
+        from ..record import check_upstream
+
+        try:
+            check_upstream(upstream, "--dsh-replay-upstream")
+        except ReplayError as exc:
+            raise pytest.UsageError(exc.message) from None
 
     @property
     def recording(self) -> bool:

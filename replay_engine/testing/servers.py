@@ -258,6 +258,15 @@ class ServerPool:
                 self._ready_root = None
 
 
+def open_terminal() -> IO[bytes] | None:
+    """This process's controlling terminal, where the debugger runs (None: it has none, as
+    under CI or a service)."""
+    try:
+        return open("/dev/tty", "r+b", buffering=0)
+    except OSError:
+        return None
+
+
 def debugger_base_command() -> list[str]:
     """How to start the debugger: ``$DSH_REPLAY_DEBUGGER``, else ``dsh-replay-tui``."""
     custom = os.environ.get(DEBUGGER_ENV, "").strip()
@@ -291,11 +300,7 @@ class Debugger:
         self.command = [*debugger_base_command(), str(scenario), "--port", "0",
                         "--url-file", str(self.url_file), "--verdict-file",
                         str(self.verdict_file), *flags]
-        self._tty: IO[bytes] | None = None
-        try:
-            self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()
-        except OSError:
-            self._tty = None
+        self._tty: IO[bytes] | None = open_terminal()  # closed by wait() / close()
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
 

@@ -11,6 +11,7 @@ anew; ``rewrite`` is the same here, since a recording always replaces its scenar
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal, get_args
@@ -147,9 +148,20 @@ class Settings:
 
 def check_debug_alone(config: pytest.Config, settings: Settings) -> None:
     """The debugger owns this terminal: one pytest process, no xdist workers."""
-    if settings.debug is not None and getattr(config.option, "numprocesses", None):
+    if settings.debug is None:
+        return
+    if getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--dsh-replay-debug opens the debugger on this terminal; run "
                                 "one test without -n")
+    from .servers import DEBUGGER_ENV, open_terminal
+
+    if not os.environ.get(DEBUGGER_ENV, "").strip():  # a replacement may need no terminal
+        terminal = open_terminal()
+        if terminal is None:  # the debugger would wait unseen for a q that never comes
+            raise pytest.UsageError(
+                "--dsh-replay-debug opens dsh-replay-tui on this terminal, and this pytest has "
+                "none (no /dev/tty: CI, a service, a detached process); run it from a terminal")
+        terminal.close()
 
 
 def default_scenario(item: pytest.Item, root: Path | None) -> Path:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -122,6 +124,19 @@ def test_debug_mode_refuses_xdist(project: pytest.Pytester) -> None:
                                           timeout=60)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--dsh-replay-debug opens the debugger on this terminal*"])
+
+
+def test_debug_mode_refuses_a_process_without_a_terminal(project: pytest.Pytester) -> None:
+    """With no terminal (a new session has none) the debugger would wait unseen for its q:
+    pytest stops at start instead, before any test hangs."""
+    project.makepyfile(test_plain="def test_nothing_served():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k != "DSH_REPLAY_DEBUGGER"}
+    done = subprocess.run([sys.executable, "-m", "pytest", *PLUGIN, "--dsh-replay-debug"],
+                          cwd=project.path, env=env, capture_output=True, text=True,
+                          timeout=60, start_new_session=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert ("--dsh-replay-debug opens dsh-replay-tui on this terminal, and this pytest has none"
+            in done.stderr), done.stderr
 
 
 def test_a_debugger_that_cannot_start_is_a_clear_error(

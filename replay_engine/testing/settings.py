@@ -95,8 +95,7 @@ class Settings:
                                        if config.getoption("dsh_replay_debug") else None)
         """The debugger's start mode, or None when not debugging."""
         self.strict: bool = bool(config.getoption("dsh_replay_strict"))
-        self.socket: bool = bool(config.getoption("dsh_replay_socket")
-                                 or config.getini(SOCKET_INI))
+        self.socket: bool = bool(config.getoption("dsh_replay_socket") or _ini_flag(config))
         """Serve every client over a socket (no in-process interception of httpx)."""
         self.base = Path(config.invocation_params.dir)
         root = str(config.getini(SCENARIO_DIR_INI) or "").strip()
@@ -144,6 +143,14 @@ class Settings:
     def recording(self) -> bool:
         """Whether this session may record at all."""
         return self.record != "none"
+
+
+def _ini_flag(config: pytest.Config) -> bool:
+    """The ini's ``dsh_replay_socket``; a value that is no truth value names the key."""
+    try:
+        return bool(config.getini(SOCKET_INI))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini {SOCKET_INI}: {exc}; write true or false") from None
 
 
 def check_debug_alone(config: pytest.Config, settings: Settings) -> None:

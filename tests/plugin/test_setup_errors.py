@@ -112,3 +112,14 @@ def test_marker_misuse_is_one_line_with_no_traceback_of_the_plugin(
         "*test_no_scenario_served*",
         "dsh-replay: dsh_replay serves no scenario to this test: mark it with *",
     ], consecutive=False)
+
+
+def test_a_bad_ini_flag_names_its_key(pytester: pytest.Pytester,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makefile(".ini", pytest="[pytest]\ndsh_replay_socket = maybe\n")
+    pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "replay_engine.testing.pytest_plugin",
+                                           timeout=110)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini dsh_replay_socket: *'maybe'*; write true or false"])

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -303,6 +304,29 @@ class Debugger:
         self._tty: IO[bytes] | None = open_terminal()  # closed by wait() / close()
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
+        self._on_sigterm: tuple[Any, Any] | None = None  # (ours, the one it replaced)
+        self._stop_with_pytest()
+
+    def _stop_with_pytest(self) -> None:
+        """A pytest that is terminated (``timeout``, a cancelled CI job: SIGTERM, which pytest
+        does not handle) stops its debugger first, instead of leaving it on the terminal."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_IGN or previous is None:
+            return  # SIGTERM does not end this pytest: nothing to follow
+
+        def stop(signum: int, frame: Any) -> None:
+            self._forget_sigterm()
+            with contextlib.suppress(OSError):  # no wait here: this may interrupt one
+                self.process.terminate()
+            if callable(previous):
+                previous(signum, frame)
+            else:  # the default: end as SIGTERM ends a process
+                os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, stop)
+        self._on_sigterm = (stop, previous)
 
     def wait_for_url(self, timeout: float | None = None) -> str:
         """The debugger's base URL, once its URL file appears (it writes it atomically, once
@@ -337,6 +361,7 @@ class Debugger:
 
     def close(self) -> None:
         """Stop the debugger if it still runs."""
+        self._forget_sigterm()
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -345,6 +370,14 @@ class Debugger:
                 self.process.kill()
                 self.process.wait()
         self._close_tty()
+
+    def _forget_sigterm(self) -> None:
+        """Put back the SIGTERM handler ``_stop_with_pytest`` replaced (if still ours)."""
+        if self._on_sigterm is not None:
+            ours, previous = self._on_sigterm
+            self._on_sigterm = None
+            if signal.getsignal(signal.SIGTERM) is ours:
+                signal.signal(signal.SIGTERM, previous)
 
     def _close_tty(self) -> None:
         if self._tty is not None:

@@ -12,8 +12,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +139,53 @@ def test_debug_mode_refuses_a_process_without_a_terminal(project: pytest.Pyteste
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     assert ("--dsh-replay-debug opens dsh-replay-tui on this terminal, and this pytest has none"
             in done.stderr), done.stderr
+
+
+def test_a_terminated_pytest_stops_its_debugger(project: pytest.Pytester, standin: Path) -> None:
+    """``timeout pytest --dsh-replay-debug`` (SIGTERM) leaves no debugger behind on the
+    terminal: pytest stops it on its way out."""
+    pid_file = project.path / "debugger.pid"
+    project.makepyfile(test_waits=f'''
+        import threading
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/basic-chat")
+        def test_waits(dsh_replay):
+            with open({str(pid_file)!r}, "w") as out:
+                out.write(str(dsh_replay.debugger.process.pid))
+            threading.Event().wait(60)
+    ''')
+    pytester_run = subprocess.Popen([sys.executable, "-m", "pytest", *PLUGIN, "-q",
+                                     "--dsh-replay-debug"], cwd=project.path,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text()):
+            assert pytester_run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        pid = int(pid_file.read_text())
+        pytester_run.terminate()
+        assert pytester_run.wait(30) == -signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the debugger outlived its pytest"
+            time.sleep(0.02)
+    finally:
+        if pytester_run.poll() is None:
+            pytester_run.kill()
+            pytester_run.wait()
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_a_debugger_that_cannot_start_is_a_clear_error(

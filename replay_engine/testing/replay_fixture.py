@@ -254,13 +254,14 @@ class DshReplay(InProcessClients):
 
     def hint(self) -> list[str]:
         """How to open each replayed scenario in the debugger (none for recordings)."""
-        from .diagnosis import debugger_hint
+        from .diagnosis import debugger_hint, rerun_argument
 
+        node = self._request.node
+        test = rerun_argument(Path(node.path), node.nodeid, self._settings.base)
         lines: list[str] = []
         for run in self._runs.values():
             if run.mode != "record":
-                lines.extend(debugger_hint(run.scenario, self._request.node.nodeid,
-                                           self._settings.base))
+                lines.extend(debugger_hint(run.scenario, test, self._settings.base))
         return lines
 
     def close(self) -> None:

@@ -102,8 +102,8 @@ class DshReplay(InProcessClients):
         from .servers import holds_scenario
 
         settings = self._settings
-        if settings.debug is not None:
-            return "debug"
+        if settings.debug is not None:  # one debugger owns the terminal: the first scenario's
+            return "replay" if self._runs else "debug"
         if settings.record == "none" or directory in self._pool.recorded:
             return "replay"  # a scenario recorded earlier in this session replays
         if settings.record == "all" or not holds_scenario(directory):

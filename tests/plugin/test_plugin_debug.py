@@ -108,6 +108,31 @@ def test_debug_mode_serves_each_test_from_a_debugger_process(
             "session.jsonl: user message 1") in partial
 
 
+def test_debug_mode_debugs_the_first_scenario_and_replays_the_others(
+        project: pytest.Pytester, standin: Path) -> None:
+    """One debugger owns the terminal: a scenario the test serves besides the marker's is
+    replayed as in a plain run, never a second debugger on the same screen."""
+    shutil.copytree(SAMPLES / "basic-chat", project.path / "scenarios" / "other")
+    project.makepyfile(test_two=f'''
+        import signal
+        import pytest
+        from agent import run_agent
+
+        @pytest.mark.dsh_replay("scenarios/basic-chat")
+        def test_two_scenarios(dsh_replay):
+            try:
+                other = dsh_replay.serve("scenarios/other")
+                assert dsh_replay.debugger is not None and other.debugger is None
+                assert other.engine is not None and other.run != "default"
+                assert run_agent(other.base_url) == {ANSWER!r}
+                assert run_agent(dsh_replay.base_url) == {ANSWER!r}
+            finally:
+                dsh_replay.debugger.process.send_signal(signal.SIGINT)
+    ''')
+    result = run(project, "--dsh-replay-debug", "--dsh-replay-debug-mode", "run")
+    result.assert_outcomes(passed=1)
+
+
 def test_debug_starts_held_and_passes_the_tests_settings(project: pytest.Pytester,
                                                           standin: Path) -> None:
     project.makepyfile(test_debug=DEBUG_TESTS)

@@ -340,11 +340,12 @@ class Debugger:
                     return text.rstrip("/")
             code = self.process.poll()
             if code is not None:
+                said = ("what it said is on the terminal above" if self._tty is not None
+                        else "it had no terminal to say why on")
                 self.close()
                 raise RuntimeError(
-                    f"the debugger exited (status {code}) before it served the scenario; its "
-                    f"command was: {shlex.join(self.command)}. It needs a terminal: run pytest "
-                    "from one, with a single test and without -n")
+                    f"the debugger exited (status {code}) before it served the scenario ({said}); "
+                    f"its command was: {shlex.join(self.command)}")
             if time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(

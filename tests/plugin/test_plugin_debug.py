@@ -219,7 +219,9 @@ def test_a_debugger_that_cannot_start_is_a_clear_error(
     project.makepyfile(test_debug=DEBUG_TESTS)
     result = run(project, "--dsh-replay-debug", "-k", "test_whole")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*the debugger exited (status 5) before it served the scenario*"])
+    result.stdout.fnmatch_lines(["*the debugger exited (status 5) before it served the scenario "
+                                 "(*); its command was: *"])
+    assert "It needs a terminal" not in result.stdout.str()  # it had one: the reason is its own
 
 
 @pytest.mark.parametrize(("mode", "breaks", "held"), [("call", (), {0, 1}),

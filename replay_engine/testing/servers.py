@@ -268,9 +268,14 @@ def open_terminal() -> IO[bytes] | None:
         return None
 
 
+def debugger_replacement() -> str:
+    """The command ``$DSH_REPLAY_DEBUGGER`` puts in the debugger's place ("": none)."""
+    return os.environ.get(DEBUGGER_ENV, "").strip()
+
+
 def debugger_base_command() -> list[str]:
     """How to start the debugger: ``$DSH_REPLAY_DEBUGGER``, else ``dsh-replay-tui``."""
-    custom = os.environ.get(DEBUGGER_ENV, "").strip()
+    custom = debugger_replacement()
     if custom:
         return shlex.split(custom)
     beside = Path(sys.executable).parent / "dsh-replay-tui"

@@ -11,7 +11,6 @@ anew; ``rewrite`` is the same here, since a recording always replaces its scenar
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Literal, get_args
@@ -154,15 +153,16 @@ def _ini_flag(config: pytest.Config) -> bool:
 
 
 def check_debug_alone(config: pytest.Config, settings: Settings) -> None:
-    """The debugger owns this terminal: one pytest process, no xdist workers."""
+    """The debugger owns this terminal: one pytest process, no xdist workers, and a terminal
+    to own (unless ``$DSH_REPLAY_DEBUGGER`` replaces it)."""
     if settings.debug is None:
         return
     if getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--dsh-replay-debug opens the debugger on this terminal; run "
                                 "one test without -n")
-    from .servers import DEBUGGER_ENV, open_terminal
+    from .servers import debugger_replacement, open_terminal
 
-    if not os.environ.get(DEBUGGER_ENV, "").strip():  # a replacement may need no terminal
+    if not debugger_replacement():  # a replacement may need no terminal
         terminal = open_terminal()
         if terminal is None:  # the debugger would wait unseen for a q that never comes
             raise pytest.UsageError(

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["KEYLESS", "MARKER", "DshReplay", "run_id"]
 
 MARKER = "dsh_replay"
+NOTES = "dsh-replay"
+"""The report section of the replay's account and of what a test's recording changed."""
 _POOL = pytest.StashKey["ServerPool"]()
 _SETTINGS = pytest.StashKey[Settings]()
 _ACTIVE = pytest.StashKey[DshReplay]()
@@ -52,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "recording; bind='order' binds sessions by first-call order alone")
     settings = config.stash[_SETTINGS] = Settings(config)
     check_debug_alone(config, settings)
+    if settings.recording:
+        config.pluginmanager.register(RecordedSummary(), "dsh-replay-recorded")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -169,7 +173,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         lines = replay.report()
         outcome = replay.conclude(test_failed=bool(lines))
         if outcome.notes:
-            item.add_report_section("call", "dsh-replay", "\n".join(outcome.notes))
+            item.add_report_section("call", NOTES, "\n".join(outcome.notes))
         if lines or outcome.failure:
             replay.failed_reported = True
             hint = replay.hint() if lines else []
@@ -181,7 +185,30 @@ def _attach(item: pytest.Item, replay: DshReplay, lines: list[str]) -> None:
     replay.failed_reported = True
     text = "\n".join([*lines, *replay.hint()])
     if text:
-        item.add_report_section("call", "dsh-replay", text)
+        item.add_report_section("call", NOTES, text)
+
+
+class RecordedSummary:
+    """What a recording session changed, listed after the results: a passing test's notes
+    (``recorded …``, ``appended …``) are otherwise shown only with ``-rA``. Read from the
+    reports, so xdist workers' recordings are listed too."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the notes of each passing test's call."""
+        if report.when == "call" and report.passed:
+            for title, text in report.sections:
+                if title == f"Captured {NOTES} call":
+                    self.lines.extend(text.splitlines())
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print them under a heading of their own."""
+        if self.lines:
+            terminalreporter.write_sep("=", "dsh-replay recordings")
+            for line in self.lines:
+                terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

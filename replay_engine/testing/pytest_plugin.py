@@ -204,8 +204,9 @@ class RecordedSummary:
                     self.lines.extend(text.splitlines())
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Print them under a heading of their own."""
-        if self.lines:
+        """Print them under a heading of their own (unless ``-rP`` / ``-rA`` showed them
+        with their tests already)."""
+        if self.lines and not terminalreporter.hasopt("P"):
             terminalreporter.write_sep("=", "dsh-replay recordings")
             for line in self.lines:
                 terminalreporter.write_line(line)

@@ -131,6 +131,11 @@ def test_what_was_recorded_is_listed_after_the_results(project: pytest.Pytester,
     replayed = project.runpytest_subprocess(*PLUGIN, timeout=110)
     replayed.assert_outcomes(passed=2)
     assert "dsh-replay recordings" not in replayed.stdout.str()
+    shutil.rmtree(project.path / "scenarios" / "test_rec")
+    shown = run(project, "--dsh-replay-record=once", "--dsh-replay-upstream", fake_upstream.url())
+    shown.assert_outcomes(passed=2)  # -rA shows each note with its test: not twice
+    assert "dsh-replay recordings" not in shown.stdout.str()
+    assert shown.stdout.str().count("dsh-replay: recorded scenarios/test_rec/test_fresh[0]") == 1
 
 
 def test_all_rerecords_and_backups_never_overwrite_one_another(

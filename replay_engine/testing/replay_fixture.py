@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,9 +154,17 @@ class DshReplay(InProcessClients):
         else:
             text = f"dsh-replay: cannot serve {shown}: {exc}"
         if mode != "record" and not holds_scenario(directory):  # recording it failed itself
-            text += ("\n  record it first: pytest --dsh-replay-record=once "
-                     "--dsh-replay-upstream URL (or dsh-replay record DIR --upstream URL)")
+            test = shlex.quote(self._test_argument())
+            text += ("\n  record it first: pytest --dsh-replay-record=once --dsh-replay-upstream "
+                     f"URL {test} (or dsh-replay record {shlex.quote(shown)} --upstream URL)")
         return text
+
+    def _test_argument(self) -> str:
+        """This test as a pytest started where this one was selects it."""
+        from .diagnosis import rerun_argument
+
+        node = self._request.node
+        return rerun_argument(Path(node.path), node.nodeid, self._settings.base)
 
     def _point_clients(self, run: ScenarioRun) -> None:
         values = {"OPENAI_BASE_URL": run.base_url, "ANTHROPIC_BASE_URL": run.anthropic_base_url}
@@ -254,10 +263,9 @@ class DshReplay(InProcessClients):
 
     def hint(self) -> list[str]:
         """How to open each replayed scenario in the debugger (none for recordings)."""
-        from .diagnosis import debugger_hint, rerun_argument
+        from .diagnosis import debugger_hint
 
-        node = self._request.node
-        test = rerun_argument(Path(node.path), node.nodeid, self._settings.base)
+        test = self._test_argument()
         lines: list[str] = []
         for run in self._runs.values():
             if run.mode != "record":

@@ -104,7 +104,9 @@ def test_unconsumed_calls_fail_unless_opted_out_and_name_the_debugger_command(
     result.stdout.fnmatch_lines(["*dsh_replay consumed= must be True or False*"])
     result.stdout.fnmatch_lines([
         "*dsh-replay: cannot serve scenarios/not-recorded-yet: [[]SCENARIO_NOT_FOUND[]]*",
-        "*record it first: pytest --dsh-replay-record=once --dsh-replay-upstream URL*",
+        "*record it first: pytest --dsh-replay-record=once --dsh-replay-upstream URL "
+        "test_partial.py::test_needs_a_recording (or dsh-replay record "
+        "scenarios/not-recorded-yet --upstream URL)",
     ])
     early = section(result, "test_stops_early")
     assert "not consumed: the anonymous session consumed 1/2 recorded call(s)" in early

@@ -161,10 +161,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     section instead. A debugger is waited for here, so pytest reports only once it is quit."""
     try:
         result = yield
-    except BaseException:
+    except BaseException as exc:
         replay = item.stash.get(_ACTIVE, None)
         if replay is not None:
-            lines = replay.report(failed=True)
+            # Ctrl-C: pytest stops and shows no report, so none is waited for
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            lines = [] if interrupted else replay.report(failed=True)
             outcome = replay.conclude(test_failed=True)
             _attach(item, replay, [*lines, *outcome.failure, *outcome.notes])
         raise

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.plugin.plugintools import ANSWER, run, section
+from tests.plugin.plugintools import ANSWER, PLUGIN, run, section
 
 STRICT_TESTS = f'''
     import pytest
@@ -164,3 +164,37 @@ def test_a_hang_the_client_gave_up_on_ends_cancelled_not_in_flight(
         assert "ReadTimeout" in report, report
         assert "in flight" not in report and "hanging" not in report, report
         assert "dsh-replay: the replay of" not in report, report
+
+
+def test_an_interrupted_test_is_not_held_for_its_report(project: pytest.Pytester) -> None:
+    """Ctrl-C during a hang: pytest stops at once (no report is shown, so none is waited for;
+    the grace for calls in flight is made far longer than the run's deadline here)."""
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makeconftest('''
+        from replay_engine.testing import scenario_run
+
+        scenario_run.SETTLE_S = 600.0
+    ''')
+    project.makepyfile(test_interrupted='''
+        import threading
+        import time
+        import openai
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/hang")
+        def test_ctrl_c_in_a_hang(dsh_replay):
+            client = openai.OpenAI(base_url=dsh_replay.base_url, max_retries=0)
+            ask = [{"role": "user", "content": "hi"}]
+            client.chat.completions.create(model="m", messages=ask)
+            threading.Thread(target=lambda: client.chat.completions.create(
+                model="m", messages=ask), daemon=True).start()
+            marker = dsh_replay.ready_dir / "hang-ready.marker"
+            deadline = time.monotonic() + 30
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the hang never made its marker"
+                time.sleep(0.01)
+            raise KeyboardInterrupt  # as Ctrl-C does, while the hang is in flight
+    ''')
+    result = project.runpytest_subprocess(*PLUGIN, timeout=90)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])

@@ -156,4 +156,20 @@ def test_git_compares_the_committed_scenario_with_the_working_tree(
     assert code == 1
     assert json.loads(out)["scripts"][0]["firstChanged"] == 1
     code, _, err = _diff(capsys, str(scenario), "--git", "no-such-rev")
-    assert code == 2 and "no-such-rev" in err
+    assert code == 2 and err.startswith(
+        f"dsh-replay: diff: {scenario}: cannot read it as committed at no-such-rev (git: fatal: ")
+    assert err.endswith("give a revision that exists (e.g. HEAD) of the git work tree that "
+                        "holds it\n") and err.count("\n") == 1
+    # A REV that git would read as one of its options is refused before git runs.
+    code, _, err = _diff(capsys, str(scenario), "--git=--output=" + str(tmp_path / "written"))
+    assert code == 2 and "not a revision; give a commit, branch or tag" in err
+    assert not (tmp_path / "written").exists()
+
+
+def test_git_outside_a_work_tree_says_so_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = shutil.copytree(SAMPLES / "basic-chat", tmp_path / "chat")
+    code, out, err = _diff(capsys, str(scenario), "--git", "HEAD")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"dsh-replay: diff: {scenario}: cannot read it as committed at HEAD")
+    assert "the git work tree that holds it" in err and err.count("\n") == 1

@@ -43,11 +43,12 @@ _HOP_BY_HOP = frozenset({
 })
 
 
-def check_upstream(upstream: str) -> str:
-    """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host."""
+def check_upstream(upstream: str, option: str = "--upstream") -> str:
+    """The upstream base URL without a trailing slash; ConfigError unless http(s) with a host
+    (naming ``option``, the flag the user gave it with)."""
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {shown_url(upstream)!r}: give the provider's base URL, e.g. "
+        raise ConfigError(f"{option} {shown_url(upstream)!r}: give the provider's base URL, e.g. "
                           "https://api.deepseek.com or http://127.0.0.1:8765 (http or https).")
     return upstream.rstrip("/")
 

@@ -118,12 +118,20 @@ def display_path(path: Path, base: Path) -> str:
         return str(path)
 
 
-def debugger_hint(scenario: Path, nodeid: str, base: Path) -> list[str]:
-    """The commands that open the scenario in the debugger and rerun the test inside one."""
+def rerun_argument(path: Path, nodeid: str, base: Path) -> str:
+    """The test as a pytest started in ``base`` selects it: the node id with its file shown
+    from ``base`` (a node id's file is relative to the rootdir, which ``base`` may not be)."""
+    _, sep, rest = nodeid.partition("::")
+    return display_path(path, base) + sep + rest
+
+
+def debugger_hint(scenario: Path, test: str, base: Path) -> list[str]:
+    """The commands that open the scenario in the debugger and rerun ``test`` (as
+    ``rerun_argument`` gives it) inside one."""
     shown = shlex.quote(display_path(scenario, base))
     return [
         f"open the scenario in the debugger: dsh-replay-tui {shown}",
-        f"step through this test in it:      pytest --dsh-replay-debug {shlex.quote(nodeid)}",
+        f"step through this test in it:      pytest --dsh-replay-debug {shlex.quote(test)}",
     ]
 
 

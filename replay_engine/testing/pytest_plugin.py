@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["KEYLESS", "MARKER", "DshReplay", "run_id"]
 
 MARKER = "dsh_replay"
+NOTES = "dsh-replay"
+"""The report section of the replay's account and of what a test's recording changed."""
 _POOL = pytest.StashKey["ServerPool"]()
 _SETTINGS = pytest.StashKey[Settings]()
 _ACTIVE = pytest.StashKey[DshReplay]()
@@ -52,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "recording; bind='order' binds sessions by first-call order alone")
     settings = config.stash[_SETTINGS] = Settings(config)
     check_debug_alone(config, settings)
+    if settings.recording:
+        config.pluginmanager.register(RecordedSummary(), "dsh-replay-recorded")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -96,32 +100,51 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     try:
         marker = request.node.get_closest_marker(MARKER)
         if marker is not None:
-            scenario, consumed, strict, bind = _marker_arguments(marker)
+            misuse: str | None = None
+            try:
+                scenario, consumed, strict, bind = _marker_arguments(marker)
+            except ValueError as exc:
+                misuse = str(exc)
+            if misuse is not None:  # the test's set-up fails with this line alone
+                pytest.fail(misuse, pytrace=False)
             replay.serve(scenario, consumed=consumed, strict=strict, bind=bind)
         yield replay
     finally:
         replay.close()
 
 
+_MARKER_USAGE = ("use @pytest.mark.dsh_replay, @pytest.mark.dsh_replay('path/to/scenario') or "
+                 "@pytest.mark.dsh_replay('path/to/scenario', consumed=False, strict=True)")
+
+
 def _marker_arguments(marker: pytest.Mark) -> tuple[str | None, bool, bool | None, Any]:
-    usage = ("use @pytest.mark.dsh_replay, @pytest.mark.dsh_replay('path/to/scenario') or "
-             "@pytest.mark.dsh_replay('path/to/scenario', consumed=False, strict=True)")
-    if len(marker.args) > 1 or (marker.args and not isinstance(marker.args[0], str | os.PathLike)):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay takes one scenario directory; {usage}")
-    unknown = sorted(set(marker.kwargs) - {"consumed", "strict", "bind"})
+    """The marker's scenario (positional or ``scenario=``), ``consumed``, ``strict`` and
+    ``bind``; ValueError saying what is wrong and how the marker is written."""
+    def wrong(what: str) -> ValueError:
+        return ValueError(f"dsh-replay: @pytest.mark.dsh_replay {what}; {_MARKER_USAGE}")
+
+    args = list(marker.args)
+    if "scenario" in marker.kwargs:
+        if args:
+            raise wrong("names its scenario twice (positionally and as scenario=)")
+        args = [marker.kwargs["scenario"]]
+    if len(args) > 1 or (args and args[0] is not None
+                         and not isinstance(args[0], str | os.PathLike)):
+        raise wrong("takes one scenario directory")
+    unknown = sorted(set(marker.kwargs) - {"scenario", "consumed", "strict", "bind"})
     if unknown:
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay has no option {', '.join(unknown)}; {usage}")
+        raise wrong(f"has no option {', '.join(unknown)}")
     consumed = marker.kwargs.get("consumed", True)
     if not isinstance(consumed, bool):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay consumed= must be True or False; {usage}")
+        raise wrong("consumed= must be True or False")
     strict = marker.kwargs.get("strict")
     if strict is not None and not isinstance(strict, bool):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay strict= must be True or False; {usage}")
+        raise wrong("strict= must be True or False")
     bind = marker.kwargs.get("bind", "content")
     if bind not in ("content", "order"):
-        raise pytest.UsageError(f"@pytest.mark.dsh_replay bind= must be 'content' or 'order'; "
-                                f"{usage}")
-    return (str(marker.args[0]) if marker.args else None), consumed, strict, bind
+        raise wrong("bind= must be 'content' or 'order'")
+    scenario = args[0] if args else None
+    return (None if scenario is None else str(scenario)), consumed, strict, bind
 
 
 @pytest.fixture(autouse=True)
@@ -138,10 +161,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     section instead. A debugger is waited for here, so pytest reports only once it is quit."""
     try:
         result = yield
-    except BaseException:
+    except BaseException as exc:
         replay = item.stash.get(_ACTIVE, None)
         if replay is not None:
-            lines = replay.report(failed=True)
+            # Ctrl-C: pytest stops and shows no report, so none is waited for
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            lines = [] if interrupted else replay.report(failed=True)
             outcome = replay.conclude(test_failed=True)
             _attach(item, replay, [*lines, *outcome.failure, *outcome.notes])
         raise
@@ -150,7 +175,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         lines = replay.report()
         outcome = replay.conclude(test_failed=bool(lines))
         if outcome.notes:
-            item.add_report_section("call", "dsh-replay", "\n".join(outcome.notes))
+            item.add_report_section("call", NOTES, "\n".join(outcome.notes))
         if lines or outcome.failure:
             replay.failed_reported = True
             hint = replay.hint() if lines else []
@@ -162,7 +187,31 @@ def _attach(item: pytest.Item, replay: DshReplay, lines: list[str]) -> None:
     replay.failed_reported = True
     text = "\n".join([*lines, *replay.hint()])
     if text:
-        item.add_report_section("call", "dsh-replay", text)
+        item.add_report_section("call", NOTES, text)
+
+
+class RecordedSummary:
+    """What a recording session changed, listed after the results: a passing test's notes
+    (``recorded …``, ``appended …``) are otherwise shown only with ``-rA``. Read from the
+    reports, so xdist workers' recordings are listed too."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the notes of each passing test's call."""
+        if report.when == "call" and report.passed:
+            for title, text in report.sections:
+                if title == f"Captured {NOTES} call":
+                    self.lines.extend(text.splitlines())
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print them under a heading of their own (unless ``-rP`` / ``-rA`` showed them
+        with their tests already)."""
+        if self.lines and not terminalreporter.hasopt("P"):
+            terminalreporter.write_sep("=", "dsh-replay recordings")
+            for line in self.lines:
+                terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

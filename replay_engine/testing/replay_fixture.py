@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,8 +103,8 @@ class DshReplay(InProcessClients):
         from .servers import holds_scenario
 
         settings = self._settings
-        if settings.debug is not None:
-            return "debug"
+        if settings.debug is not None:  # one debugger owns the terminal: the first scenario's
+            return "replay" if self._runs else "debug"
         if settings.record == "none" or directory in self._pool.recorded:
             return "replay"  # a scenario recorded earlier in this session replays
         if settings.record == "all" or not holds_scenario(directory):
@@ -153,9 +154,17 @@ class DshReplay(InProcessClients):
         else:
             text = f"dsh-replay: cannot serve {shown}: {exc}"
         if mode != "record" and not holds_scenario(directory):  # recording it failed itself
-            text += ("\n  record it first: pytest --dsh-replay-record=once "
-                     "--dsh-replay-upstream URL (or dsh-replay record DIR --upstream URL)")
+            test = shlex.quote(self._test_argument())
+            text += ("\n  record it first: pytest --dsh-replay-record=once --dsh-replay-upstream "
+                     f"URL {test} (or dsh-replay record {shlex.quote(shown)} --upstream URL)")
         return text
+
+    def _test_argument(self) -> str:
+        """This test as a pytest started where this one was selects it."""
+        from .diagnosis import rerun_argument
+
+        node = self._request.node
+        return rerun_argument(Path(node.path), node.nodeid, self._settings.base)
 
     def _point_clients(self, run: ScenarioRun) -> None:
         values = {"OPENAI_BASE_URL": run.base_url, "ANTHROPIC_BASE_URL": run.anthropic_base_url}
@@ -187,9 +196,9 @@ class DshReplay(InProcessClients):
         """The scenario of the marker, or the first one served."""
         for run in self._runs.values():
             return run
-        raise pytest.UsageError(
-            "dsh_replay serves no scenario to this test: mark it with "
-            "@pytest.mark.dsh_replay('DIR') or call dsh_replay.serve('DIR') first")
+        pytest.fail("dsh-replay: dsh_replay serves no scenario to this test: mark it with "
+                    "@pytest.mark.dsh_replay('DIR') or call dsh_replay.serve('DIR') first",
+                    pytrace=False)
 
     @property
     def base_url(self) -> str:
@@ -256,11 +265,11 @@ class DshReplay(InProcessClients):
         """How to open each replayed scenario in the debugger (none for recordings)."""
         from .diagnosis import debugger_hint
 
+        test = self._test_argument()
         lines: list[str] = []
         for run in self._runs.values():
             if run.mode != "record":
-                lines.extend(debugger_hint(run.scenario, self._request.node.nodeid,
-                                           self._settings.base))
+                lines.extend(debugger_hint(run.scenario, test, self._settings.base))
         return lines
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 Mode = Literal["replay", "episodes", "record", "debug"]
+SETTLE_S = 2.0
+"""How long a report waits for the test's calls still in flight to end: a client that left
+just before the test ended (a closed stream, a read timeout) ends its call a few turns of the
+servers' loop later, and the verdict must not call that call in flight."""
 Facts = tuple["list[SessionScript]", "dict[str, Any] | None", "list[str]", "list[str]"]
 """What a report is made of: scripts, the first divergence (JSON), the unconsumed problems
 (docs/format.md#binding), the verdict's others."""
@@ -64,6 +69,7 @@ class ScenarioRun:
         self._shown = shown
         self._scrub = scrub
         self._refused: list[RefusedCall] = []
+        self._scrub_failures: list[str] = []
         self._unsubscribe: Any = None
         self._work: Path | None = None
 
@@ -144,7 +150,7 @@ class ScenarioRun:
         self.url, self.run = server.url, run
         where = self.ready_dir = ready_dir() if pool.has_ready_files(self.scenario) else None
         refused = self._refused
-        scrub = self._scrub.live if self._scrub is not None and self._scrub.active else None
+        scrub = self._live_scrub()
 
         def observe(event: EngineEvent) -> None:
             if isinstance(event, ev.BindingFailed) and event.run == run:
@@ -159,6 +165,28 @@ class ScenarioRun:
             self._unsubscribe = engine.subscribe(observe, chunks=False)
 
         pool.loop.post(begin)
+
+    def _live_scrub(self) -> Callable[[Any], Any] | None:
+        """The scrub each live request gets before it is compared; a hook that fails on one
+        (the call is answered 500) is kept for the report, which an agent that swallows the
+        error would otherwise never show."""
+        from ..errors import ReplayError
+
+        scrubber, failures = self._scrub, self._scrub_failures
+        if scrubber is None or not scrubber.active:
+            return None
+
+        def live(messages: Any) -> Any:
+            try:
+                return scrubber.live(messages)
+            except ReplayError as exc:
+                line = (f"a live request could not be scrubbed, so its call was answered 500: "
+                        f"[{exc.code}] {exc.message}")
+                if line not in failures:
+                    failures.append(line)
+                raise
+
+        return live
 
     def report(self, pool: ServerPool | None, *, failed: bool = False) -> list[str]:
         """Every problem of this test's run (empty when the replay went as recorded); with
@@ -183,12 +211,15 @@ class ScenarioRun:
             assert pool is not None and self.engine is not None and self.run is not None
             engine, run = self.engine, self.run
             consumed, strict, refused = self.consumed, self.strict, self._refused
+            scrub_failures = self._scrub_failures
+
+            _settle(pool, engine, run)
 
             def facts() -> Facts:
                 # refusals come with their own detail below (the live call and its diff)
                 unconsumed = engine.consumed_problems(run) if consumed else []
-                problems = engine.verdict_problems(run, strict=strict, unconsumed=False,
-                                                   refused=False)
+                problems = [*scrub_failures, *engine.verdict_problems(
+                    run, strict=strict, unconsumed=False, refused=False)]
                 if not (unconsumed or problems or refused or failed):
                     return [], None, [], []  # nothing to report
                 return engine.scripts, engine.first_divergence_json(run), unconsumed, problems
@@ -250,3 +281,14 @@ class ScenarioRun:
             if self._work is not None:
                 shutil.rmtree(self._work, ignore_errors=True)
         return lines
+
+
+def _settle(pool: ServerPool, engine: ReplayEngine, run: str) -> None:
+    """Wait (up to ``SETTLE_S``) until no call of ``run`` streams or hangs; a call still going
+    then is reported in flight. Only a test that leaves a call going waits at all."""
+    def going() -> bool:
+        return any(b.status in ("streaming", "hanging") for b in engine.state(run).bindings)
+
+    deadline = time.monotonic() + SETTLE_S
+    while pool.loop.call(going) and time.monotonic() < deadline:
+        time.sleep(0.01)

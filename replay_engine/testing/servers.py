@@ -13,6 +13,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -258,9 +259,23 @@ class ServerPool:
                 self._ready_root = None
 
 
+def open_terminal() -> IO[bytes] | None:
+    """This process's controlling terminal, where the debugger runs (None: it has none, as
+    under CI or a service)."""
+    try:
+        return open("/dev/tty", "r+b", buffering=0)
+    except OSError:
+        return None
+
+
+def debugger_replacement() -> str:
+    """The command ``$DSH_REPLAY_DEBUGGER`` puts in the debugger's place ("": none)."""
+    return os.environ.get(DEBUGGER_ENV, "").strip()
+
+
 def debugger_base_command() -> list[str]:
     """How to start the debugger: ``$DSH_REPLAY_DEBUGGER``, else ``dsh-replay-tui``."""
-    custom = os.environ.get(DEBUGGER_ENV, "").strip()
+    custom = debugger_replacement()
     if custom:
         return shlex.split(custom)
     beside = Path(sys.executable).parent / "dsh-replay-tui"
@@ -291,13 +306,32 @@ class Debugger:
         self.command = [*debugger_base_command(), str(scenario), "--port", "0",
                         "--url-file", str(self.url_file), "--verdict-file",
                         str(self.verdict_file), *flags]
-        self._tty: IO[bytes] | None = None
-        try:
-            self._tty = open("/dev/tty", "r+b", buffering=0)  # closed by wait() / close()
-        except OSError:
-            self._tty = None
+        self._tty: IO[bytes] | None = open_terminal()  # closed by wait() / close()
         io: Any = self._tty if self._tty is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(self.command, stdin=io, stdout=io, stderr=io)
+        self._on_sigterm: tuple[Any, Any] | None = None  # (ours, the one it replaced)
+        self._stop_with_pytest()
+
+    def _stop_with_pytest(self) -> None:
+        """A pytest that is terminated (``timeout``, a cancelled CI job: SIGTERM, which pytest
+        does not handle) stops its debugger first, instead of leaving it on the terminal."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_IGN or previous is None:
+            return  # SIGTERM does not end this pytest: nothing to follow
+
+        def stop(signum: int, frame: Any) -> None:
+            self._forget_sigterm()
+            with contextlib.suppress(OSError):  # no wait here: this may interrupt one
+                self.process.terminate()
+            if callable(previous):
+                previous(signum, frame)
+            else:  # the default: end as SIGTERM ends a process
+                os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, stop)
+        self._on_sigterm = (stop, previous)
 
     def wait_for_url(self, timeout: float | None = None) -> str:
         """The debugger's base URL, once its URL file appears (it writes it atomically, once
@@ -311,11 +345,12 @@ class Debugger:
                     return text.rstrip("/")
             code = self.process.poll()
             if code is not None:
+                said = ("what it said is on the terminal above" if self._tty is not None
+                        else "it had no terminal to say why on")
                 self.close()
                 raise RuntimeError(
-                    f"the debugger exited (status {code}) before it served the scenario; its "
-                    f"command was: {shlex.join(self.command)}. It needs a terminal: run pytest "
-                    "from one, with a single test and without -n")
+                    f"the debugger exited (status {code}) before it served the scenario ({said}); "
+                    f"its command was: {shlex.join(self.command)}")
             if time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(
@@ -332,6 +367,7 @@ class Debugger:
 
     def close(self) -> None:
         """Stop the debugger if it still runs."""
+        self._forget_sigterm()
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -340,6 +376,14 @@ class Debugger:
                 self.process.kill()
                 self.process.wait()
         self._close_tty()
+
+    def _forget_sigterm(self) -> None:
+        """Put back the SIGTERM handler ``_stop_with_pytest`` replaced (if still ours)."""
+        if self._on_sigterm is not None:
+            ours, previous = self._on_sigterm
+            self._on_sigterm = None
+            if signal.getsignal(signal.SIGTERM) is ours:
+                signal.signal(signal.SIGTERM, previous)
 
     def _close_tty(self) -> None:
         if self._tty is not None:

@@ -94,8 +94,7 @@ class Settings:
                                        if config.getoption("dsh_replay_debug") else None)
         """The debugger's start mode, or None when not debugging."""
         self.strict: bool = bool(config.getoption("dsh_replay_strict"))
-        self.socket: bool = bool(config.getoption("dsh_replay_socket")
-                                 or config.getini(SOCKET_INI))
+        self.socket: bool = bool(config.getoption("dsh_replay_socket") or _ini_flag(config))
         """Serve every client over a socket (no in-process interception of httpx)."""
         self.base = Path(config.invocation_params.dir)
         root = str(config.getini(SCENARIO_DIR_INI) or "").strip()
@@ -115,6 +114,12 @@ class Settings:
         if self.upstream and self.record == "none":
             raise pytest.UsageError("--dsh-replay-upstream is used only when recording; add "
                                     "--dsh-replay-record=MODE (once, new_episodes, from_divergence or all)")
+        if self.upstream:
+            self._check_upstream(self.upstream)
+        if self.record_failures and self.record == "none":
+            raise pytest.UsageError("--dsh-replay-record-failures keeps recordings whose calls "
+                                    "or test failed; add --dsh-replay-record=MODE and "
+                                    "--dsh-replay-upstream URL")
         if self.record != "none" and self.debug is not None:
             raise pytest.UsageError("--dsh-replay-debug replays; it cannot be combined with "
                                     "--dsh-replay-record")
@@ -122,17 +127,48 @@ class Settings:
             raise pytest.UsageError("--dsh-replay-break sets breakpoints of the debugger; add "
                                     "--dsh-replay-debug")
 
+    @staticmethod
+    def _check_upstream(upstream: str) -> None:
+        """A URL no recording could use is refused before any test runs (not once per test)."""
+        from ..errors import ReplayError
+        from ..record import check_upstream
+
+        try:
+            check_upstream(upstream, "--dsh-replay-upstream")
+        except ReplayError as exc:
+            raise pytest.UsageError(exc.message) from None
+
     @property
     def recording(self) -> bool:
         """Whether this session may record at all."""
         return self.record != "none"
 
 
+def _ini_flag(config: pytest.Config) -> bool:
+    """The ini's ``dsh_replay_socket``; a value that is no truth value names the key."""
+    try:
+        return bool(config.getini(SOCKET_INI))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini {SOCKET_INI}: {exc}; write true or false") from None
+
+
 def check_debug_alone(config: pytest.Config, settings: Settings) -> None:
-    """The debugger owns this terminal: one pytest process, no xdist workers."""
-    if settings.debug is not None and getattr(config.option, "numprocesses", None):
+    """The debugger owns this terminal: one pytest process, no xdist workers, and a terminal
+    to own (unless ``$DSH_REPLAY_DEBUGGER`` replaces it)."""
+    if settings.debug is None:
+        return
+    if getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--dsh-replay-debug opens the debugger on this terminal; run "
                                 "one test without -n")
+    from .servers import debugger_replacement, open_terminal
+
+    if not debugger_replacement():  # a replacement may need no terminal
+        terminal = open_terminal()
+        if terminal is None:  # the debugger would wait unseen for a q that never comes
+            raise pytest.UsageError(
+                "--dsh-replay-debug opens dsh-replay-tui on this terminal, and this pytest has "
+                "none (no /dev/tty: CI, a service, a detached process); run it from a terminal")
+        terminal.close()
 
 
 def default_scenario(item: pytest.Item, root: Path | None) -> Path:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +108,31 @@ def test_debug_mode_serves_each_test_from_a_debugger_process(
             "session.jsonl: user message 1") in partial
 
 
+def test_debug_mode_debugs_the_first_scenario_and_replays_the_others(
+        project: pytest.Pytester, standin: Path) -> None:
+    """One debugger owns the terminal: a scenario the test serves besides the marker's is
+    replayed as in a plain run, never a second debugger on the same screen."""
+    shutil.copytree(SAMPLES / "basic-chat", project.path / "scenarios" / "other")
+    project.makepyfile(test_two=f'''
+        import signal
+        import pytest
+        from agent import run_agent
+
+        @pytest.mark.dsh_replay("scenarios/basic-chat")
+        def test_two_scenarios(dsh_replay):
+            try:
+                other = dsh_replay.serve("scenarios/other")
+                assert dsh_replay.debugger is not None and other.debugger is None
+                assert other.engine is not None and other.run != "default"
+                assert run_agent(other.base_url) == {ANSWER!r}
+                assert run_agent(dsh_replay.base_url) == {ANSWER!r}
+            finally:
+                dsh_replay.debugger.process.send_signal(signal.SIGINT)
+    ''')
+    result = run(project, "--dsh-replay-debug", "--dsh-replay-debug-mode", "run")
+    result.assert_outcomes(passed=1)
+
+
 def test_debug_starts_held_and_passes_the_tests_settings(project: pytest.Pytester,
                                                           standin: Path) -> None:
     project.makepyfile(test_debug=DEBUG_TESTS)
@@ -124,13 +153,75 @@ def test_debug_mode_refuses_xdist(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--dsh-replay-debug opens the debugger on this terminal*"])
 
 
+def test_debug_mode_refuses_a_process_without_a_terminal(project: pytest.Pytester) -> None:
+    """With no terminal (a new session has none) the debugger would wait unseen for its q:
+    pytest stops at start instead, before any test hangs."""
+    project.makepyfile(test_plain="def test_nothing_served():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k != "DSH_REPLAY_DEBUGGER"}
+    done = subprocess.run([sys.executable, "-m", "pytest", *PLUGIN, "--dsh-replay-debug"],
+                          cwd=project.path, env=env, capture_output=True, text=True,
+                          timeout=60, start_new_session=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert ("--dsh-replay-debug opens dsh-replay-tui on this terminal, and this pytest has none"
+            in done.stderr), done.stderr
+
+
+def test_a_terminated_pytest_stops_its_debugger(project: pytest.Pytester, standin: Path) -> None:
+    """``timeout pytest --dsh-replay-debug`` (SIGTERM) leaves no debugger behind on the
+    terminal: pytest stops it on its way out."""
+    pid_file = project.path / "debugger.pid"
+    project.makepyfile(test_waits=f'''
+        import threading
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/basic-chat")
+        def test_waits(dsh_replay):
+            with open({str(pid_file)!r}, "w") as out:
+                out.write(str(dsh_replay.debugger.process.pid))
+            threading.Event().wait(60)
+    ''')
+    pytester_run = subprocess.Popen([sys.executable, "-m", "pytest", *PLUGIN, "-q",
+                                     "--dsh-replay-debug"], cwd=project.path,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text()):
+            assert pytester_run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        pid = int(pid_file.read_text())
+        pytester_run.terminate()
+        assert pytester_run.wait(30) == -signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the debugger outlived its pytest"
+            time.sleep(0.02)
+    finally:
+        if pytester_run.poll() is None:
+            pytester_run.kill()
+            pytester_run.wait()
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def test_a_debugger_that_cannot_start_is_a_clear_error(
         project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DSH_REPLAY_DEBUGGER", shlex.join([sys.executable, "-c", "exit(5)"]))
     project.makepyfile(test_debug=DEBUG_TESTS)
     result = run(project, "--dsh-replay-debug", "-k", "test_whole")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*the debugger exited (status 5) before it served the scenario*"])
+    result.stdout.fnmatch_lines(["*the debugger exited (status 5) before it served the scenario "
+                                 "(*); its command was: *"])
+    assert "It needs a terminal" not in result.stdout.str()  # it had one: the reason is its own
 
 
 @pytest.mark.parametrize(("mode", "breaks", "held"), [("call", (), {0, 1}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 
@@ -57,6 +58,10 @@ def test_record_options_are_checked(project: pytest.Pytester) -> None:
          "*--dsh-replay-upstream is used only when recording*"),
         (("--dsh-replay-record=none", "--dsh-replay-upstream", "http://127.0.0.1:1"),
          "*--dsh-replay-upstream is used only when recording*"),
+        (("--dsh-replay-record=once", "--dsh-replay-upstream", "api.openai.com"),
+         "*--dsh-replay-upstream 'api.openai.com': give the provider's base URL*"),
+        (("--dsh-replay-record-failures",),
+         "*--dsh-replay-record-failures keeps recordings whose calls or test failed; add *"),
         (("--dsh-replay-break", "0:1"), "*--dsh-replay-break sets breakpoints of the debugger*"),
         (("--dsh-replay-debug", "--dsh-replay-break", "one"),
          "*--dsh-replay-break 'one': a breakpoint is SCRIPT:CALL*"),
@@ -95,6 +100,42 @@ def test_once_records_only_what_is_missing(project: pytest.Pytester,
     no_key_in(fresh)
     run(project).assert_outcomes(passed=2)  # none, the default: replay only, keyless
     assert len(fake_upstream.requests) == 1
+
+
+def test_what_was_recorded_is_listed_after_the_results(project: pytest.Pytester,
+                                                       fake_upstream: ThreadedUpstream) -> None:
+    """Without -rA a passing test's notes are not shown: the summary lists them, also those
+    of xdist workers."""
+    pytest.importorskip("xdist")
+    project.makepyfile(test_rec=f'''
+        import pytest
+        from agent import ask
+
+        @pytest.mark.dsh_replay
+        @pytest.mark.parametrize("n", range(2))
+        def test_fresh(dsh_replay, n):
+            assert ask(dsh_replay.base_url, "hi") == {RECORDED!r}
+    ''')
+    for workers in ((), (*XDIST, "-n", "2")):
+        for leftover in (project.path / "scenarios").glob("test_rec"):
+            shutil.rmtree(leftover)
+        result = project.runpytest_subprocess(*PLUGIN, *workers, "--dsh-replay-record=once",
+                                              "--dsh-replay-upstream", fake_upstream.url(),
+                                              timeout=110)
+        result.assert_outcomes(passed=2)
+        text = result.stdout.str()
+        listed = text[text.index("dsh-replay recordings"):].splitlines()
+        assert sorted(line for line in listed if line.startswith("dsh-replay: recorded")) == [
+            "dsh-replay: recorded scenarios/test_rec/test_fresh[0]",
+            "dsh-replay: recorded scenarios/test_rec/test_fresh[1]"], text
+    replayed = project.runpytest_subprocess(*PLUGIN, timeout=110)
+    replayed.assert_outcomes(passed=2)
+    assert "dsh-replay recordings" not in replayed.stdout.str()
+    shutil.rmtree(project.path / "scenarios" / "test_rec")
+    shown = run(project, "--dsh-replay-record=once", "--dsh-replay-upstream", fake_upstream.url())
+    shown.assert_outcomes(passed=2)  # -rA shows each note with its test: not twice
+    assert "dsh-replay recordings" not in shown.stdout.str()
+    assert shown.stdout.str().count("dsh-replay: recorded scenarios/test_rec/test_fresh[0]") == 1
 
 
 def test_all_rerecords_and_backups_never_overwrite_one_another(

@@ -126,6 +126,36 @@ def test_a_broken_config_fails_the_test_naming_it(project: pytest.Pytester) -> N
                                  "before_record_chunk, filter_text*"])
 
 
+def test_a_hook_failing_on_a_replayed_request_is_reported_even_when_swallowed(
+        project: pytest.Pytester) -> None:
+    """The agent catches the 500 its call got: the replay's account still names the hook."""
+    project.makepyfile(test_swallows='''
+        import openai
+        import pytest
+
+        @pytest.fixture
+        def dsh_replay_config():
+            def before_record_request(body):
+                return body["no such key"]
+            return {"before_record_request": before_record_request}
+
+        @pytest.mark.dsh_replay("scenarios/basic-chat", consumed=False)
+        def test_swallows(dsh_replay):
+            client = openai.OpenAI(base_url=dsh_replay.base_url, max_retries=0)
+            try:
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}])
+            except openai.InternalServerError:
+                pass
+    ''')
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    swallowed = section(result, "test_swallows")
+    assert ("  a live request could not be scrubbed, so its call was answered 500: [SCRUB] the "
+            "dsh_replay_config fixture: before_record_request raised KeyError: 'no such key'"
+            ) in swallowed.splitlines(), swallowed
+
+
 SCRUB_FILES = {
     "rules.json": json.dumps({"filter_text": [{"pattern": r"[\w.]+@[\w.]+\w", "name": "email"}]}),
     "rules.toml": '[[filter_text]]\npattern = \'[\\w.]+@[\\w.]+\\w\'\nname = "email"\n',

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.plugin.plugintools import ANSWER, run, section
+from tests.plugin.plugintools import ANSWER, PLUGIN, run, section
 
 STRICT_TESTS = f'''
     import pytest
@@ -135,3 +135,72 @@ def test_a_hang_left_in_flight_fails_naming_the_call(project: pytest.Pytester) -
     assert ("  the anonymous session: call #1 of script 0 (turn/step 1/2) is hanging until "
             "cancelled (still in flight)") in left
     assert "not consumed" not in left
+
+
+def test_a_hang_the_client_gave_up_on_ends_cancelled_not_in_flight(
+        project: pytest.Pytester) -> None:
+    """The client's read timeout closes the hanging call just before the test ends: the report
+    waits for the server to see it go (in process and over the socket), so the hang ends
+    cancelled as over any connection, and the test fails with its own timeout alone."""
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makepyfile(test_gives_up='''
+        import httpx
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/hang")
+        def test_times_out(dsh_replay):
+            body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            with httpx.Client(timeout=0.5) as client:
+                for _ in range(2):
+                    with client.stream("POST", dsh_replay.base_url + "/chat/completions",
+                                       json=body) as answer:
+                        for _ in answer.iter_lines():
+                            pass
+    ''')
+    for transport in ((), ("--dsh-replay-socket",)):
+        result = run(project, *transport)
+        result.assert_outcomes(failed=1)
+        report = section(result, "test_times_out")
+        assert "ReadTimeout" in report, report
+        assert "in flight" not in report and "hanging" not in report, report
+        assert "dsh-replay: the replay of" not in report, report
+
+
+def test_an_interrupted_test_is_not_held_for_its_report(project: pytest.Pytester) -> None:
+    """Ctrl-C during a hang: pytest stops at once (no report is shown, so none is waited for;
+    the grace for calls in flight is made far longer than the run's deadline here)."""
+    shutil.copytree(SAMPLES / "hang-ready-file", project.path / "scenarios" / "hang")
+    project.makeconftest('''
+        from replay_engine.testing import scenario_run
+
+        scenario_run.SETTLE_S = 600.0
+    ''')
+    project.makepyfile(test_interrupted='''
+        import threading
+        import time
+        import openai
+        import pytest
+
+        @pytest.mark.dsh_replay("scenarios/hang")
+        def test_ctrl_c_in_a_hang(dsh_replay):
+            client = openai.OpenAI(base_url=dsh_replay.base_url, max_retries=0)
+            ask = [{"role": "user", "content": "hi"}]
+            client.chat.completions.create(model="m", messages=ask)
+
+            def hang():
+                try:
+                    client.chat.completions.create(model="m", messages=ask)
+                except openai.APIError:
+                    pass  # the run is freed on the way out: the hang is cancelled then
+
+            threading.Thread(target=hang, daemon=True).start()
+            marker = dsh_replay.ready_dir / "hang-ready.marker"
+            deadline = time.monotonic() + 30
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the hang never made its marker"
+                time.sleep(0.01)
+            raise KeyboardInterrupt  # as Ctrl-C does, while the hang is in flight
+    ''')
+    result = project.runpytest_subprocess(*PLUGIN, timeout=90)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])

@@ -104,7 +104,9 @@ def test_unconsumed_calls_fail_unless_opted_out_and_name_the_debugger_command(
     result.stdout.fnmatch_lines(["*dsh_replay consumed= must be True or False*"])
     result.stdout.fnmatch_lines([
         "*dsh-replay: cannot serve scenarios/not-recorded-yet: [[]SCENARIO_NOT_FOUND[]]*",
-        "*record it first: pytest --dsh-replay-record=once --dsh-replay-upstream URL*",
+        "*record it first: pytest --dsh-replay-record=once --dsh-replay-upstream URL "
+        "test_partial.py::test_needs_a_recording (or dsh-replay record "
+        "scenarios/not-recorded-yet --upstream URL)",
     ])
     early = section(result, "test_stops_early")
     assert "not consumed: the anonymous session consumed 1/2 recorded call(s)" in early
@@ -122,6 +124,24 @@ def test_unconsumed_calls_fail_unless_opted_out_and_name_the_debugger_command(
     assert "Failed: dsh-replay" not in own and "not consumed" not in own
     assert "not consumed: 1 recorded script(s) never bound" in beside
     assert "dsh-replay-tui scenarios/basic-chat" in beside
+
+
+def test_the_printed_commands_work_from_where_pytest_was_started(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started in a subdirectory of the rootdir, the failure's commands name the test file and
+    the scenario from there (the node id's file is relative to the rootdir instead)."""
+    tests = project.mkdir("tests")
+    (tests / "test_sub.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.mark.dsh_replay('../scenarios/basic-chat')\n"
+        "def test_never_calls():\n    pass\n")
+    monkeypatch.chdir(tests)
+    result = run(project, "test_sub.py")
+    result.assert_outcomes(failed=1)
+    never = section(result, "test_never_calls")
+    assert ("step through this test in it:      pytest --dsh-replay-debug "
+            "test_sub.py::test_never_calls") in never.splitlines(), never
+    assert f"dsh-replay-tui {project.path / 'scenarios' / 'basic-chat'}" in never, never
 
 
 def test_a_binding_error_names_the_call_its_turn_step_and_the_diff(project: pytest.Pytester) -> None:

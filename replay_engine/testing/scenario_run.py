@@ -6,9 +6,10 @@ terminal; and, when the test ends, what went wrong.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -285,10 +286,31 @@ class ScenarioRun:
 
 def _settle(pool: ServerPool, engine: ReplayEngine, run: str) -> None:
     """Wait (up to ``SETTLE_S``) until no call of ``run`` streams or hangs; a call still going
-    then is reported in flight. Only a test that leaves a call going waits at all."""
+    then is reported in flight. Only a test that leaves a call going waits at all: the wait
+    ends on the engine's event of the last such call ending, not on a poll."""
     def going() -> bool:
         return any(b.status in ("streaming", "hanging") for b in engine.state(run).bindings)
 
-    deadline = time.monotonic() + SETTLE_S
-    while pool.loop.call(going) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    from ..engine import events as ev
+
+    ends = (ev.CallFinished, ev.CallFailed, ev.CallCancelled)  # then a call neither streams nor hangs
+
+    async def settled() -> None:
+        if not going():
+            return
+        done = asyncio.Event()
+
+        def seen(event: EngineEvent) -> None:
+            if type(event) in ends and event.run == run and not going():
+                done.set()
+
+        unsubscribe = engine.subscribe(seen, chunks=False)
+        try:
+            if going():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), SETTLE_S)
+        finally:
+            unsubscribe()
+
+    pool.loop.run(settled())
+

@@ -165,8 +165,12 @@ class MainScreen(FeedScreen):
     # -- what a load shows (headless.loading.LoadView) -----------------------------------
 
     def show_scenario(self, scenario: Scenario) -> None:
-        """Show freshly loaded scripts; the error banner goes away."""
+        """Show freshly loaded scripts; the error banner goes away (and the focus it held moves to
+        the scripts, else no pane would have it and the arrows would do nothing)."""
+        orphaned = self.focused is None or self.panes.focused(self.focused) == "banner"
         self.banner.clear()
+        if orphaned and not self.banner.showing:
+            self.panes.focus("scripts")
         self.scripts_view.set_scripts(scenario.scripts)
         self.call_pane.forget_context()
         self.show_selected()

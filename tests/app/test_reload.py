@@ -122,3 +122,21 @@ async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -
         await stream_text(sdk)
         assert await stream_text(sdk) == ANSWER
         await sdk.close()
+
+
+async def test_the_focus_the_banner_held_moves_to_the_scripts_once_loaded(tmp_path: Path) -> None:
+    # The banner is focused while nothing loads; once it goes, the arrows move the scripts
+    # (the focus went nowhere before: no heavy border, and keys acted on nothing).
+    root = copy_sample(SAMPLES, "broken-json-line", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        await app.watching.wait()
+        assert app.focused is app.banner
+        write_atomic(root / "session.jsonl",
+                     (SAMPLES / "basic-chat" / "session.jsonl").read_text(encoding="utf-8"))
+        await until(app, lambda: not app.banner.showing, "the recovery")
+        await pilot.pause()
+        assert app.focused is app.scripts_view
+        await pilot.press("down")
+        assert app.scripts_view.selected() == (0, 0)

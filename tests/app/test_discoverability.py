@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from dsh_replay_tui.screens.detail import DetailScreen
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.screens.verdict import VerdictScreen
 from dsh_replay_tui.widgets.call_pane import ChunkList
 from dsh_replay_tui.widgets.live_pane import KEY_WIDTH, SessionList
 from textual.command import CommandPalette
@@ -253,3 +256,31 @@ def test_docs_key_map_is_the_key_table() -> None:
     page = (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
     assert keymap.readme_with_keymap(page) == page, (
         "docs/keys.md differs from app/keymap.py: run python -m dsh_replay_tui.keymap docs/keys.md")
+
+
+async def test_a_dialog_shows_its_own_keys_in_the_footer_not_the_screen_below() -> None:
+    # The wire chooser, the verdict and the discard question showed the footer of the screen
+    # below them (2 Break at calls, b Breakpoint, ^s Save...), keys that do not act there.
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("1", "openai"), ("2", "anthropic"), ("3", "responses"),
+                                           ("4", "gemini"), ("Esc", "Cancel")]
+        await pilot.press("escape")
+        await pilot.press("a")
+        await until(app, lambda: isinstance(app.screen, VerdictScreen), "the verdict")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("Esc", "Close")]
+        await pilot.press("escape")
+        await pilot.press("down", "o")
+        editor = app.screen
+        assert isinstance(editor, OverrideEditorScreen)
+        await editor.ready.wait()
+        await pilot.press("t", "escape")
+        await until(app, lambda: isinstance(app.screen, ConfirmDiscardScreen), "the question")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("y", "Discard"), ("n", "Keep editing")]
+        await pilot.press("y")

@@ -95,6 +95,8 @@ def session_row(b: BindingState, names: list[str], run: str | None = None) -> st
         status += f" #{b.call_index} {b.chunks_served}ch"
     if b.aborted:
         status += " aborted " + ",".join(f"#{j}" for j in b.aborted)
+    if len(status) > STATE_WIDTH:  # the script column stays in line; Enter shows the whole row
+        status = status[: STATE_WIDTH - 1] + "…"
     tail = f"  readyFile {b.ready_file}" if b.ready_file else ""
     return (f"{prefix}{key:<{KEY_WIDTH}} {f'{b.cursor}/{b.length}':>{CURSOR_WIDTH}}  "
             f"{status:<{STATE_WIDTH}} {script} by {b.rule}{tail}")

@@ -277,3 +277,22 @@ async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Pa
         await pilot.press("t")
         await until(plain, lambda: "pace recorded gaps x1" in header(plain))
         assert "no recorded times" not in header(plain)
+
+
+def test_a_long_state_is_cut_so_the_script_column_stays_in_line() -> None:
+    # "streaming #1 2ch aborted #0" pushed the script one column per extra character right of
+    # the header's "script" (seen at 80x24 after x on a paused call, as the agent went on).
+    from dsh_replay_tui.widgets.live_pane import SessionList, session_detail, session_row
+
+    from replay_engine import BindingState
+
+    long = BindingState("demo-0", 0, 2, 2, "streaming", 1, 2, None, aborted=(0,))
+    short = BindingState("demo-1", 0, 2, 2, "idle", None, 0, None)
+    sessions = SessionList()
+    sessions.rows = [(short, "")]
+    header = sessions.row_text(0).plain
+    for b in (long, short):
+        row = session_row(b, ["sample-basic-chat"])
+        assert row.index("[0] sample-basic-chat") == header.index("script")
+    assert "streaming #1 2ch abor…" in session_row(long, ["sample-basic-chat"])
+    assert "aborted    #0" in session_detail(long)  # Enter still shows it whole

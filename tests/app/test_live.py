@@ -296,3 +296,21 @@ def test_a_long_state_is_cut_so_the_script_column_stays_in_line() -> None:
         assert row.index("[0] sample-basic-chat") == header.index("script")
     assert "streaming #1 2ch abor…" in session_row(long, ["sample-basic-chat"])
     assert "aborted    #0" in session_detail(long)  # Enter still shows it whole
+
+
+async def test_enter_in_the_sessions_opens_the_first_session_not_the_column_header() -> None:
+    # ← from the event log landed on the column header: Enter there opened nothing.
+    from dsh_replay_tui.screens.detail import DetailScreen
+
+    app = make_app(SAMPLES / "basic-chat")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s1")
+        await stream_text(sdk, BASIC_PROMPT)
+        await until(app, lambda: bool(app.live_pane.sessions), "the session")
+        await pilot.press("f4", "left")
+        sessions = app.live_pane.session_list
+        assert app.focused is sessions and sessions.cursor == 1
+        await pilot.press("home", "enter")
+        assert isinstance(app.screen, DetailScreen) and app.screen.title_text == "Session s1"
+        await sdk.close()

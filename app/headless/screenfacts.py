@@ -26,6 +26,10 @@ def replay_facts(state: DebugState, run: RunState) -> ReplayFacts:
         strict=state.options.strict)
 
 
+LIVE_STOP = "V: review, keep or discard"
+"""The header's key after going live: short enough that 80 columns keep it beside the path."""
+
+
 def record_facts(state: DebugState) -> RecordFacts | None:
     """The record-mode header's facts while recording (None otherwise)."""
     recording = state.recording
@@ -35,7 +39,7 @@ def record_facts(state: DebugState) -> RecordFacts | None:
             return None
         return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                            scenario=str(state.options.scenario), calls=recording.counts(),
-                           title=recording.title, stop="V: review, then keep or discard")
+                           title=recording.title, stop=LIVE_STOP)
     return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 

@@ -102,3 +102,16 @@ def test_the_command_line_takes_upstream_without_record(tmp_path: Path) -> None:
     args.scenario_path = tmp_path
     with pytest.raises(argparse.ArgumentTypeError, match="--from-divergence goes with"):
         options_from_args(args)
+
+
+def test_the_live_header_keeps_its_review_key_beside_the_path_at_80_columns() -> None:
+    # "V: review, then keep or discard" left too little room for the path at 80 columns, so the
+    # key was the segment dropped (the second line read "agent → URL  …  into DIR").
+    from dsh_replay_tui.headless.header import RecordFacts, fit, record_lines
+    from dsh_replay_tui.headless.screenfacts import LIVE_STOP
+
+    facts = RecordFacts(upstream="http://127.0.0.1:28124", url="http://127.0.0.1:28123",
+                        scenario="/tmp/nc-tui-live", calls=(("demo-0", 1),),
+                        title="● LIVE FROM #1 → http://127.0.0.1:28124", stop=LIVE_STOP)
+    second = fit(record_lines(facts)[1], 78).plain  # the header's width at 80 (padding 0 1)
+    assert "V: review" in second and second.endswith("nc-tui-live"), second

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from dsh_replay_tui.__main__ import build_parser, options_from_args
+from dsh_replay_tui.screens.help import HelpScreen
 from dsh_replay_tui.screens.review import ReviewScreen
 
 from tests.app.apptools import make_app, until
@@ -85,6 +86,12 @@ async def test_go_live_from_the_selected_call_then_discard(tmp_path: Path) -> No
                         "the live header")
             await pilot.press("V")
             await until(app, lambda: isinstance(app.screen, ReviewScreen), "the review")
+            # ? lists the review's keys (it showed no key, only the main screen's search syntax).
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            assert [area for area, _ in app.screen.sections] == ["Review"]
+            assert "Keep" not in app.screen.note and "Search syntax" not in app.screen.note
+            await pilot.press("escape")
             await pilot.press("x")
             await until(app, lambda: any("discarded" in line for line in app.live_pane.lines),
                         "discarded")

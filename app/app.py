@@ -311,7 +311,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         verdict = self.verdict()  # before shutdown cancels what is still in flight
         self.verdict_document = run_verdict(self.engine, DEFAULT_RUN)  # the same moment
         await self.shutdown()
-        self.exit(verdict.text, return_code=verdict.code)
+        note = self.live_from.unreviewed_note() if self.live_from is not None else None
+        self.exit(verdict.text + (f"\n{note}" if note else ""), return_code=verdict.code)
 
     async def shutdown(self) -> None:
         """Stop a recording, the watcher and the server, and remove the ready files made

@@ -99,6 +99,32 @@ async def test_go_live_from_the_selected_call_then_discard(tmp_path: Path) -> No
     assert not list(tmp_path.glob("*.recording-*"))
 
 
+async def test_quitting_before_the_review_says_where_the_attempt_is(tmp_path: Path) -> None:
+    # q after going live printed only the verdict: nothing said that the new calls sit,
+    # unreviewed and not installed, in DIR.recording-N.
+    scenario = tmp_path / "scenario"
+    async with echo_upstream() as upstream:
+        shown = upstream.url
+        await record_plan(scenario, upstream.url, PLAN, "v1")
+        before = files_of(scenario)
+        app = make_app(scenario, upstream=upstream.url, live_from=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.replay_ready.wait()
+            assert app.url is not None
+            app.scripts_view.select(0, 1)
+            await pilot.press("L")
+            await converse(app.url + "/v1", {"main": ["a1", "a2 other", "a3"]})
+            await until(app, lambda: "● LIVE FROM #1 → " in app.header.text.plain,
+                        "the live header")
+            await pilot.press("q")
+        attempts = list(tmp_path.glob("scenario.recording-*"))
+    assert len(attempts) == 1 and files_of(scenario) == before
+    printed = str(app.return_value)
+    assert printed.splitlines()[-1] == (
+        f"went live: 2 call(s) from {shown} kept in {attempts[0]}, not reviewed and not "
+        "installed (the scenario is unchanged)")
+
+
 def test_the_command_line_takes_upstream_without_record(tmp_path: Path) -> None:
     args = build_parser().parse_args([str(tmp_path), "--upstream", "http://127.0.0.1:9",
                                       "--from-divergence"])

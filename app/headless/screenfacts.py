@@ -23,7 +23,7 @@ def replay_facts(state: DebugState, run: RunState) -> ReplayFacts:
         breakpoints=len(engine.breakpoints_of(run.run)),
         paused=len(engine.paused_sessions(run.run)), untimed=state.untimed_logs(),
         loaded=state.scenario is not None, flight=flight_summary(run), runs=state.runs(),
-        strict=state.options.strict)
+        strict=state.options.strict, serving=state.serve_error is None)
 
 
 LIVE_STOP = "V: review, keep or discard"

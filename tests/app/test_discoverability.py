@@ -17,6 +17,7 @@ from dsh_replay_tui.screens.verdict import VerdictScreen
 from dsh_replay_tui.widgets.call_pane import ChunkList
 from dsh_replay_tui.widgets.live_pane import KEY_WIDTH, SessionList
 from textual.command import CommandPalette
+from textual.widget import Widget
 from textual.widgets import Button, TextArea
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
@@ -284,3 +285,33 @@ async def test_a_dialog_shows_its_own_keys_in_the_footer_not_the_screen_below() 
         await pilot.pause()
         assert footer_keys(app.screen) == [("y", "Discard"), ("n", "Keep editing")]
         await pilot.press("y")
+
+
+def painted(widget: Widget) -> str:
+    """The lines a widget paints now."""
+    return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
+
+
+async def test_slash_in_the_help_filters_its_keys() -> None:
+    # The help is some sixty rows: at 80x24 a third of them show, and nothing found a key.
+    app = make_app(BASIC, serve=False)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("question_mark", "slash")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        for char in "breakpoint":
+            await pilot.press(char)
+        await pilot.pause()
+        assert help_screen.sections == [
+            ("Calls", [("b", "Toggle a breakpoint on the selected call.")])]
+        assert "Toggle a breakpoint" in painted(help_screen.query_one("#help-table"))
+        await pilot.press("enter")  # back to the rows: q closes again
+        await pilot.press("q")
+        assert app.screen is app.main
+        await pilot.press("question_mark", "slash", "z", "z", "z")
+        await pilot.pause()
+        assert app.screen.sections == []  # type: ignore[attr-defined]
+        assert "no key matches 'zzz'" in painted(app.screen.query_one("#help-table"))
+        await pilot.press("escape")
+        assert app.screen is app.main

@@ -1,8 +1,12 @@
 """Exit statuses of the installed ``dsh-replay-tui`` in a real terminal: a scenario that never
-loaded exits 1, a port it cannot listen on exits 4 (never 0, never the 3 of "not consumed")."""
+loaded exits 1, a port it cannot listen on exits 4 (never 0, never the 3 of "not consumed"),
+and SIGTERM quits as q does."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
 from pathlib import Path
 
@@ -39,3 +43,22 @@ def test_a_busy_port_exits_4(terminal: Terminal, tmp_path: Path, samples: Path) 
         status, screen = quit_and_read(terminal)
     assert f"replay NOT served: cannot listen on 127.0.0.1:{port}" in screen, screen
     assert status == 4, screen
+
+
+def test_sigterm_quits_as_q_does(terminal: Terminal, tmp_path: Path, samples: Path) -> None:  # noqa: F811
+    # kill (or timeout, or a closed window) ended the debugger mid-frame: the screen stayed in
+    # the alternate buffer, no verdict was printed and --verdict-file was not written.
+    assert TUI is not None
+    verdict = tmp_path / "verdict.json"
+    terminal.start(tmp_path, TUI, str(samples / "basic-chat"), "--port", "0", "--verdict-file",
+                   str(verdict), size=(80, 24))
+    terminal.wait_for("the first paint", lambda s: "waiting for the agent" in s)
+    pid = int(terminal.tmux("list-panes", "-t", "e2e", "-F", "#{pane_pid}").strip())
+    os.kill(pid, signal.SIGTERM)
+    status = terminal.wait_for_status()
+    screen = terminal.wait_for("the verdict", lambda s: "Pane is dead" in s, history=True,
+                               exited=True)
+    assert status == 3, screen
+    assert "replay NOT consumed (run default):" in screen, screen
+    assert "waiting for the agent" not in terminal.screen(), "the last frame was left on screen"
+    assert json.loads(verdict.read_text(encoding="utf-8"))["run"] == "default"

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
+from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """What ends the debugger from outside (``kill``, ``timeout``, a closed terminal); Ctrl+C is a
 key here, the terminal being in raw mode."""
 
 
-def install(on_signal: Callable[[], None]) -> Callable[[], None]:
+def install(on_signal: Callable[[], Any]) -> Callable[[], None]:
     """Call ``on_signal`` in the running loop on each of STOP_SIGNALS; returns the undo."""
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:

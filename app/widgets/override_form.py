@@ -140,8 +140,8 @@ class OverrideForm(Vertical):
         if error is not None:
             status.update(Text("✗ " + error[1]))
         elif undecided:  # valid JSON, but ^s refuses it: the line must not say it is fine
-            status.update(Text("✗ this call never finished: pick throw or hang, or end its chunks "
-                               "with a finish"))
+            status.update(Text("✗ never finished: pick throw or hang, or end its chunks with a "
+                               "finish"))  # one line at 80 columns
         else:
             status.update(Text("✓ valid entry", style="green"))
         locked = error is not None and error[0] == "json"

@@ -53,7 +53,8 @@ async def test_opens_on_the_unfinished_call_and_saves_the_throw(root: Path) -> N
         assert "1 unfinished call(s) to decide (this one never finished)" in text_of(
             screen, "#oe-title")
         # The line under the entry JSON does not call it valid while ^s refuses it.
-        assert text_of(screen, "#oe-json-status").startswith("✗ this call never finished")
+        assert text_of(screen, "#oe-json-status") == (
+            "✗ never finished: pick throw or hang, or end its chunks with a finish")
         await pilot.press("ctrl+s")
         await pilot.pause()
         status = text_of(screen, "#oe-status")

@@ -138,6 +138,16 @@ class MainScreen(FeedScreen):
         self.live_pane.border_title = "Live"
         self.panes_ready.set()
 
+    def on_screen_suspend(self) -> None:
+        # A screen over this one (the palette, a dialog) takes the keys: the footer's would not
+        # act, so it goes until this screen is back in front (dialogs show their own keys).
+        if self._widgets is not None:
+            self.footer.visible = False
+
+    def on_screen_resume(self) -> None:
+        if self._widgets is not None:
+            self.footer.visible = True
+
     # -- what the feed needs ---------------------------------------------------------------
 
     def log_line(self, line: str | Text, *, key: object = None) -> None:

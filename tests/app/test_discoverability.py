@@ -315,3 +315,20 @@ async def test_slash_in_the_help_filters_its_keys() -> None:
         assert "no key matches 'zzz'" in painted(app.screen.query_one("#help-table"))
         await pilot.press("escape")
         assert app.screen is app.main
+
+
+async def test_the_main_footer_goes_while_the_palette_is_over_it() -> None:
+    # Typing goes to the palette: the main screen's d 2 3 b hints at its foot would not act.
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.pause()
+        assert app.main.footer.visible
+        await pilot.press("ctrl+p")
+        await until(app, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await pilot.pause()
+        assert not app.main.footer.visible
+        await pilot.press("escape")
+        await until(app, lambda: app.screen is app.main, "the main screen")
+        await pilot.pause()
+        assert app.main.footer.visible

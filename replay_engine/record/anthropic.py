@@ -34,6 +34,8 @@ from .dialect import (
     conversation_of,
     impossible_usage,
     key_of,
+    malformed,
+    of_type,
     rebuild_events,
     upstream_error_message,
     upstream_json,
@@ -80,26 +82,31 @@ class MessagesRebuilder:
         self._stop: str | None = None
 
     def feed(self, event: SseEvent) -> list[Chunk]:
-        data = upstream_json(event.data) if event.data.strip() else None
-        if not isinstance(data, dict):
+        if not event.data.strip():
             return []
+        data = upstream_json(event.data)
+        if not isinstance(data, dict):
+            raise malformed("an event", data)
         kind = data.get("type", event.event)
         if kind == "error" or event.event == "error":
             raise stream_failure(data)
         if kind == "message_start":
-            message = data.get("message")
-            if isinstance(message, dict):
+            message = of_type(data.get("message"), dict, "a message_start's message")
+            if message is not None:
                 self._take_usage(message.get("usage"))
         elif kind == "content_block_start":
-            return self._start(key_of(data.get("index")), data.get("content_block"))
+            return self._start(key_of(data.get("index")),
+                               of_type(data.get("content_block"), dict, "a content_block"))
         elif kind == "content_block_delta":
-            return self._delta(key_of(data.get("index")), data.get("delta"))
+            return self._delta(key_of(data.get("index")),
+                               of_type(data.get("delta"), dict, "a content_block_delta's delta"))
         elif kind == "content_block_stop":
             return self._stop_block(key_of(data.get("index")))
         elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
-                self._stop = delta["stop_reason"]
+            delta = of_type(data.get("delta"), dict, "a message_delta's delta") or {}
+            stop = of_type(delta.get("stop_reason"), str, "a message_delta's stop_reason")
+            if stop is not None:
+                self._stop = stop
             self._take_usage(data.get("usage"))
         elif kind == "message_stop":
             self.ended = True
@@ -116,42 +123,40 @@ class MessagesRebuilder:
             if value is not None:
                 self._usage[name] = value
 
-    def _start(self, index: Any, content: object) -> list[Chunk]:
-        content = content if isinstance(content, dict) else {}
-        kind = _KINDS.get(str(content.get("type")))
+    def _start(self, index: Any, content: dict[str, Any] | None) -> list[Chunk]:
+        content = content or {}
+        kind = _KINDS.get(of_type(content.get("type"), str, "a content_block's type"))
         if kind is None:
             self._skipped.add(index)
             return []
         block = Block(kind, len(self._blocks))
         if kind == "tool-call":
-            block.id = content.get("id") if isinstance(content.get("id"), str) else None
-            block.name = content.get("name") if isinstance(content.get("name"), str) else None
+            block.id = of_type(content.get("id"), str, "a tool_use block's id")
+            block.name = of_type(content.get("name"), str, "a tool_use block's name")
             given = content.get("input")
             if given not in (None, {}):
                 block.preset = json.dumps(given, ensure_ascii=False, separators=(",", ":"))
         else:
-            given = content.get("thinking" if kind == "reasoning" else "text")
-            block.preset = given if isinstance(given, str) else ""
-            signature = content.get("signature")
-            block.signature = signature if isinstance(signature, str) else ""
+            field = "thinking" if kind == "reasoning" else "text"
+            block.preset = of_type(content.get(field), str, f"a {field} block's {field}") or ""
+            block.signature = of_type(content.get("signature"), str,
+                                      "a thinking block's signature") or ""
         self._blocks.append(block)
         self._open[index] = block
         return [{"type": "block-start", "index": block.index, "blockType": kind}]
 
-    def _delta(self, index: Any, delta: object) -> list[Chunk]:
+    def _delta(self, index: Any, delta: dict[str, Any] | None) -> list[Chunk]:
         block = self._open.get(index)
-        if block is None or not isinstance(delta, dict):
+        if block is None or delta is None:
             return []
-        kind = delta.get("type")
+        kind = of_type(delta.get("type"), str, "a delta's type")
         if kind == "signature_delta":
-            signature = delta.get("signature")
-            block.signature += signature if isinstance(signature, str) else ""
+            block.signature += of_type(delta.get("signature"), str, "a signature_delta") or ""
             return []
         wanted = _DELTAS.get(str(kind))
         if wanted is None or wanted[0] != block.kind:
             return []
-        text = delta.get(wanted[1])
-        text = text if isinstance(text, str) else ""
+        text = of_type(delta.get(wanted[1]), str, f"a {kind}'s {wanted[1]}") or ""
         block.parts.append(text)
         if block.kind == "tool-call":
             chunk: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
@@ -198,11 +203,11 @@ def _events_of_message(message: dict[str, Any]) -> list[SseEvent]:
         return SseEvent(str(data["type"]), json.dumps(data))
 
     out = [event({"type": "message_start", "message": {"usage": message.get("usage")}})]
-    content = message.get("content")
-    for k, block in enumerate(content if isinstance(content, list) else []):
+    content = of_type(message.get("content"), list, "a message's content") or []
+    for k, block in enumerate(content):
         if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
+            raise malformed("a message's content block", block)
+        kind = of_type(block.get("type"), str, "a content block's type")
         start: dict[str, Any] = {"type": kind}
         delta: dict[str, Any] | None = None
         if kind == "tool_use":
@@ -212,14 +217,14 @@ def _events_of_message(message: dict[str, Any]) -> list[SseEvent]:
                 delta = {"type": "input_json_delta",
                          "partial_json": json.dumps(given, ensure_ascii=False, separators=(",", ":"))}
         elif kind in ("text", "thinking"):
-            text = block.get(kind)
-            if isinstance(text, str) and text:
+            text = of_type(block.get(kind), str, f"a {kind} block's {kind}")
+            if text:
                 delta = {"type": f"{kind}_delta", kind: text}
         out.append(event({"type": "content_block_start", "index": k, "content_block": start}))
         if delta is not None:
             out.append(event({"type": "content_block_delta", "index": k, "delta": delta}))
         signature = block.get("signature")
-        if kind == "thinking" and isinstance(signature, str) and signature:
+        if kind == "thinking" and of_type(signature, str, "a thinking block's signature"):
             out.append(event({"type": "content_block_delta", "index": k,
                               "delta": {"type": "signature_delta", "signature": signature}}))
         out.append(event({"type": "content_block_stop", "index": k}))

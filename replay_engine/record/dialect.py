@@ -250,6 +250,14 @@ def malformed(what: str, value: object) -> StreamFailure:
                          code=INVALID_RESPONSE)
 
 
+def of_type(value: object, kind: type | tuple[type, ...], what: str) -> Any:
+    """``value`` when absent (None) or of ``kind``; else the answer is not what its wire says
+    (``malformed``: INVALID_RESPONSE), rather than a value coerced into what was not sent."""
+    if value is None or isinstance(value, kind):
+        return value
+    raise malformed(what, value)
+
+
 def stream_error(error: object) -> StreamFailure:
     """The failure an in-stream ``{"error": {...}}`` event reports (code SERVER when unnamed)."""
     if not isinstance(error, dict):

@@ -27,6 +27,7 @@ from ..jsonnumbers import as_safe_integer
 from ..statuscodes import code_for_status
 from ..wire.gemini import ROUTES
 from .dialect import (
+    INVALID_RESPONSE,
     Block,
     Chunk,
     RequestMessage,
@@ -34,6 +35,8 @@ from .dialect import (
     StreamFailure,
     conversation_of,
     impossible_usage,
+    malformed,
+    of_type,
     rebuild_events,
     upstream_error_message,
 )
@@ -95,30 +98,32 @@ class GeminiRebuilder:
             response = json.loads(data)
         except ValueError:
             raise StreamFailure(f"the upstream sent an event that is not JSON: {data[:200]!r}",
-                                code="INVALID_RESPONSE") from None
+                                code=INVALID_RESPONSE) from None
         return self.fold(response)
 
     def fold(self, response: object) -> list[Chunk]:
-        """The chunks one ``GenerateContentResponse`` adds (raises for an error object)."""
+        """The chunks one ``GenerateContentResponse`` adds (raises for an error object, and
+        INVALID_RESPONSE for a part that is not of its wire type)."""
         if not isinstance(response, dict):
-            return []
-        if "error" in response and "candidates" not in response:
-            raise _failure(response["error"])
-        usage = usage_back(response.get("usageMetadata"))
+            raise malformed("a response", response)
+        answer: dict[str, Any] = response
+        if "error" in answer and "candidates" not in answer:
+            raise _failure(answer["error"])
+        usage = usage_back(answer.get("usageMetadata"))
         if usage is not None:
             self._usage = usage
         out: list[Chunk] = []
-        candidates = response.get("candidates")
-        first = candidates[0] if isinstance(candidates, list) and candidates else None
-        if not isinstance(first, dict):
+        candidates = of_type(answer.get("candidates"), list, "a response's candidates")
+        first = of_type(candidates[0], dict, "a candidate") if candidates else None
+        if first is None:
             return out
-        content = first.get("content")
-        parts = content.get("parts") if isinstance(content, dict) else None
-        for part in parts if isinstance(parts, list) else []:
-            if isinstance(part, dict):
-                self._part(part, out)
-        reason = first.get("finishReason")
-        if isinstance(reason, str) and reason:
+        content = of_type(first.get("content"), dict, "a candidate's content") or {}
+        for part in of_type(content.get("parts"), list, "a content's parts") or []:
+            if not isinstance(part, dict):
+                raise malformed("a content part", part)
+            self._part(part, out)
+        reason = of_type(first.get("finishReason"), str, "a candidate's finishReason")
+        if reason:
             self._finish = reason
             self.ended = True
         return out
@@ -130,12 +135,11 @@ class GeminiRebuilder:
         return block
 
     def _part(self, part: dict[str, Any], out: list[Chunk]) -> None:
-        call = part.get("functionCall")
-        if isinstance(call, dict):
+        call = of_type(part.get("functionCall"), dict, "a part's functionCall")
+        if call is not None:
             block = self._open("tool-call", out)
-            ident, name = call.get("id"), call.get("name")
-            block.id = ident if isinstance(ident, str) else None
-            block.name = name if isinstance(name, str) else None
+            block.id = of_type(call.get("id"), str, "a functionCall's id")
+            block.name = of_type(call.get("name"), str, "a functionCall's name")
             args = call.get("args")
             arguments = json.dumps(args if args is not None else {}, ensure_ascii=False,
                                    separators=(",", ":"))
@@ -146,10 +150,10 @@ class GeminiRebuilder:
             delta["argumentsDelta"] = arguments
             out.append(delta)
             return
-        text = part.get("text")
+        text = of_type(part.get("text"), str, "a part's text")
         thought = part.get("thought") is True
         kind = "reasoning" if thought else "text"
-        if isinstance(text, str):
+        if text is not None:
             block = self._by_kind.get(kind) or self._open(kind, out)
             self._by_kind[kind] = block
             block.parts.append(text)
@@ -197,6 +201,8 @@ class Gemini:
             return rebuild_events(GeminiRebuilder(),
                                   [SseEvent(None, json.dumps(r)) for r in responses])
         except StreamFailure as exc:
+            if exc.code == INVALID_RESPONSE:  # a part not of its wire type: say which
+                raise
             raise ValueError(exc.message) from None
 
     def error_message(self, status: int, body: bytes) -> str:

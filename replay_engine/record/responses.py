@@ -35,6 +35,8 @@ from .dialect import (
     conversation_of,
     impossible_usage,
     key_of,
+    malformed,
+    of_type,
     rebuild_events,
     upstream_error_message,
     upstream_json,
@@ -49,17 +51,20 @@ _ENDS = ("response.completed", "response.incomplete", "response.failed")
 
 
 def _texts(parts: object, kinds: tuple[str, ...]) -> str:
-    if not isinstance(parts, list):
-        return ""
-    return "".join(str(p.get("text", "")) for p in parts
-                   if isinstance(p, dict) and p.get("type") in kinds)
+    """The text of an item's ``content`` / ``summary`` parts of ``kinds``."""
+    out = []
+    for part in of_type(parts, list, "an output item's content") or []:
+        if not isinstance(part, dict):
+            raise malformed("an output item's content part", part)
+        if part.get("type") in kinds:
+            out.append(of_type(part.get("text"), str, f"a {part['type']} part's text") or "")
+    return "".join(out)
 
 
 def _item_text(kind: str, item: dict[str, Any]) -> str:
     """A finished item's own content (its block's text when no delta carried any)."""
     if kind == "tool-call":
-        given = item.get("arguments")
-        return given if isinstance(given, str) else ""
+        return of_type(item.get("arguments"), str, "a function_call item's arguments") or ""
     if kind == "text":
         return _texts(item.get("content"), ("output_text",))
     return (_texts(item.get("content"), ("reasoning_text",))
@@ -98,9 +103,11 @@ class ResponsesRebuilder:
         self._status = "response.completed"
 
     def feed(self, event: SseEvent) -> list[Chunk]:
-        data = upstream_json(event.data) if event.data.strip() else None
-        if not isinstance(data, dict):
+        if not event.data.strip():
             return []
+        data = upstream_json(event.data)
+        if not isinstance(data, dict):
+            raise malformed("an event", data)
         kind = data.get("type", event.event)
         kind = kind if isinstance(kind, str) else None
         if kind == "error" or event.event == "error":
@@ -109,38 +116,38 @@ class ResponsesRebuilder:
                                 else "stream error",
                                 code=code if isinstance(code, str) and code else None)
         if kind == "response.output_item.added":
-            return self._added(key_of(data.get("output_index")), data.get("item"))
+            return self._added(key_of(data.get("output_index")),
+                               of_type(data.get("item"), dict, "an output item"))
         if kind in _DELTAS:
             return self._delta(key_of(data.get("output_index")), _DELTAS[str(kind)],
-                               data.get("delta"))
+                               of_type(data.get("delta"), str, f"a {kind} event's delta"))
         if kind == "response.output_item.done":
-            return self._done(key_of(data.get("output_index")), data.get("item"))
+            return self._done(key_of(data.get("output_index")),
+                              of_type(data.get("item"), dict, "an output item"))
         if kind in _ENDS:
-            response = data.get("response")
-            self._final = response if isinstance(response, dict) else {}
+            self._final = of_type(data.get("response"), dict, f"a {kind} event's response") or {}
             self._status = str(kind)
             self.ended = True
         return []
 
-    def _added(self, index: Any, item: object) -> list[Chunk]:
-        item = item if isinstance(item, dict) else {}
-        kind = _KINDS.get(str(item.get("type")))
+    def _added(self, index: Any, item: dict[str, Any] | None) -> list[Chunk]:
+        item = item or {}
+        kind = _KINDS.get(of_type(item.get("type"), str, "an output item's type"))
         if kind is None or index in self._open:
             return []
         block = Block(kind, len(self._blocks))
         if kind == "tool-call":
-            call_id, name = item.get("call_id"), item.get("name")
-            block.id = call_id if isinstance(call_id, str) else None
-            block.name = name if isinstance(name, str) else None
+            block.id = of_type(item.get("call_id"), str, "a function_call item's call_id")
+            block.name = of_type(item.get("name"), str, "a function_call item's name")
         self._blocks.append(block)
         self._open[index] = block
         return [{"type": "block-start", "index": block.index, "blockType": kind}]
 
-    def _delta(self, index: Any, kind: str, text: object) -> list[Chunk]:
+    def _delta(self, index: Any, kind: str, text: str | None) -> list[Chunk]:
         block = self._open.get(index)
         if block is None or block.kind != kind:
             return []
-        text = text if isinstance(text, str) else ""
+        text = text or ""
         block.parts.append(text)
         if kind == "tool-call":
             chunk: Chunk = {"type": "tool-call-delta", "index": block.index, "id": block.id}
@@ -150,11 +157,11 @@ class ResponsesRebuilder:
             return [chunk]
         return [{"type": f"{kind}-delta", "index": block.index, "text": text}]
 
-    def _done(self, index: Any, item: object) -> list[Chunk]:
+    def _done(self, index: Any, item: dict[str, Any] | None) -> list[Chunk]:
         block = self._open.pop(index, None)
         if block is None:
             return []
-        block.preset = _item_text(block.kind, item if isinstance(item, dict) else {})
+        block.preset = _item_text(block.kind, item or {})
         return [{"type": "block-end", "index": block.index, "block": block.whole()}]
 
     def end(self) -> list[Chunk]:
@@ -187,10 +194,10 @@ def _events_of_response(response: dict[str, Any]) -> list[SseEvent]:
         return SseEvent(str(data["type"]), json.dumps(data))
 
     out: list[SseEvent] = []
-    output = response.get("output")
-    for k, item in enumerate(output if isinstance(output, list) else []):
+    output = of_type(response.get("output"), list, "a response's output") or []
+    for k, item in enumerate(output):
         if not isinstance(item, dict):
-            continue
+            raise malformed("a response's output item", item)
         out.append(event({"type": "response.output_item.added", "output_index": k, "item": item}))
         kind = _KINDS.get(str(item.get("type")))
         if kind is not None:

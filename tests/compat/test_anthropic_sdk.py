@@ -4,11 +4,14 @@ Every call of a spread of conformance scenarios, streamed (``messages.stream(...
 .get_final_message()``) and not (``messages.create()``), must assemble the recorded
 blocks: text, thinking with its signature, tool_use id, name and input equal to the
 parsed recorded arguments (``{}`` where a max-tokens finish cut them), the mapped stop reason
-and the usage, which ``message_delta`` states whole.
+and the usage, which ``message_delta`` states whole. The Node SDK (``@anthropic-ai/sdk``, the
+session in the path form of the base URL) must assemble the same (``npm ci`` in
+``tests/compat/node``; skipped without node, except in CI).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -19,6 +22,8 @@ import anthropic
 import pytest
 
 from replay_engine import ChunksEntry, SessionScript, ThrowEntry, load_scenario
+from replay_engine.server import serve_scenario
+from tests.compat.compat_helpers import NODE_DIR, node_or_skip
 from tests.compat.recorded import (
     PREFIX,
     SIGNED,
@@ -211,6 +216,65 @@ async def test_sdk_assembles_every_recorded_call(name: str) -> None:
     scenario = load_scenario(CORPUS / "scenarios" / name)
     async with serving(scenario.scripts) as served:
         await check_every_call(served, scenario, name, check_call)
+
+
+NODE_SDK = "@anthropic-ai/sdk"
+
+
+async def _node(base: str, mode: str, calls: int) -> list[dict[str, Any]]:
+    """What ``tests/compat/node/anthropic.mjs`` assembled of ``calls`` calls."""
+    node = node_or_skip(NODE_DIR, NODE_SDK)
+    process = await asyncio.create_subprocess_exec(
+        node, str(NODE_DIR / "anthropic.mjs"), base, mode, str(calls),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=NODE_DIR)
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    result: list[dict[str, Any]] = json.loads(out)
+    return result
+
+
+def check_node_result(result: dict[str, Any], entry: Any, streamed: bool, where: str) -> None:
+    """One call as the Node SDK assembled it: the recorded message, or the recorded error."""
+    failure: tuple[str, str] | None = None
+    status: int | None = None
+    if isinstance(entry, ThrowEntry):
+        failure = (entry.code, entry.message)
+        status = None if streamed and entry.chunks else ERRORS[entry.code][0]
+    else:
+        finish = recorded_blocks(entry.chunks)["finish"]
+        if finish["kind"] == "error":  # mid-stream when streamed: the 200 is long gone
+            failure = (finish["failure"]["code"], finish["failure"]["message"])
+            status = None if streamed else ERRORS[failure[0]][0]
+    if failure is not None:
+        code, message = failure
+        assert result.get("error") == {"status": status, "body": {
+            "type": "error", "error": {"type": ERRORS[code][1], "message": message},
+            "code": code}}, where
+        return
+    if "error" in result:  # a stream: false call whose tool arguments are no JSON object
+        assert not streamed and result["error"]["status"] == 500, where
+        assert result["error"]["body"]["code"] == "UNREPRESENTABLE", where
+        return
+    message = anthropic.types.Message.model_validate(result["message"])
+    partial = {int(k): v for k, v in result["partialJson"].items()} if streamed else None
+    check_message(message, entry.chunks, partial, where)
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(CORPUS is None, reason="conformance corpus absent")
+@pytest.mark.parametrize("mode", ["stream", "create"])
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_node_sdk_assembles_every_recorded_call(name: str, mode: str) -> None:
+    node_or_skip(NODE_DIR, NODE_SDK)
+    assert CORPUS is not None
+    root = CORPUS / "scenarios" / name
+    async with serve_scenario(root) as server:
+        for i, script in enumerate(load_scenario(root).scripts):
+            entries = [item.entry for item in script.entries]
+            results = await _node(f"{server.url}/sessions/s{i}", mode, len(entries))
+            for j, (result, entry) in enumerate(zip(results, entries, strict=True)):
+                check_node_result(result, entry, mode == "stream", f"{name}[{i}] call {j} ({mode})")
+        assert server.engine.consumed_problems() == []
 
 
 async def test_signature_and_sparse_indices_reach_the_sdk(tmp_path: Path) -> None:

@@ -54,13 +54,16 @@ def _as_langchain(expected: Assembled) -> Assembled:
     return out
 
 
+@pytest.mark.parametrize("stream_usage", [True, None])
 @pytest.mark.parametrize("name", [*CHUNK_SCENARIOS, "basic-chat"])
-async def test_chat_openai_astream(name: str) -> None:
+async def test_chat_openai_astream(name: str, stream_usage: bool | None) -> None:
+    """Usage arrives with ``stream_usage=True`` (the include_usage chunk, as LangChain users ask
+    a real provider for token counts) and without it (a custom ``base_url`` leaves it off, and
+    the replay then puts usage on the finish chunk), as docs/clients.md says."""
     want = expected_calls(name)
     async with serve_scenario(scenario_dir(name)) as server:
-        # stream_usage asks for the include_usage chunk, as LangChain users do for token counts.
         llm = ChatOpenAI(model="deepseek-chat", base_url=server.url + "/v1", api_key="any",
-                         stream_usage=True)
+                         stream_usage=stream_usage)
         for n, expected in enumerate(want):
             message: AIMessageChunk | None = None
             try:

@@ -1,4 +1,5 @@
-"""openai-node against a real replay server: the ``.stream()`` helper and raw ``create`` chunks.
+"""openai-node against a real replay server: the ``.stream()`` helper and raw ``create`` chunks
+on chat completions, ``responses.stream(...)`` and ``responses.create(...)`` on Responses.
 
 The tests need ``node`` and the pinned package (``npm ci`` in ``tests/compat/node``); they
 skip without them, except in CI (``CI=true``), where they fail.
@@ -11,11 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
+from replay_engine import ChunksEntry, ThrowEntry, load_scenario
 from replay_engine.server import serve_scenario
 from tests.compat.compat_helpers import (
     CHUNK_SCENARIOS,
+    CORPUS,
     NODE_DIR,
     Assembled,
     accumulate,
@@ -26,6 +30,7 @@ from tests.compat.compat_helpers import (
     scenario_dir,
     tool,
 )
+from tests.compat.test_responses_sdk import ERRORS, SCENARIOS, check_response
 from tests.wire.wire_helpers import write_scenario
 
 pytestmark = [pytest.mark.anyio, needs_corpus]
@@ -89,3 +94,31 @@ async def test_openai_node_does_not_retry_a_scripted_429(tmp_path: Path) -> None
     assert results[0]["error"]["status"] == 429 and results[0]["error"]["code"] == "RATE_LIMIT"
     assert results[1]["completion"]["choices"][0]["message"]["content"] == "next"
     assert outcomes == ["failed", "finished"]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("mode", ["responses-stream", "responses-create"])
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_openai_node_responses_assemble_every_call(name: str, mode: str) -> None:
+    """Both Responses calls give the recorded output, status and usage; a recorded error finish
+    is a ``failed`` response, not a rejection (docs/clients.md#scripted-failures-what-each-client-sees)."""
+    node_or_skip()
+    assert CORPUS is not None
+    root = CORPUS / "scenarios" / name
+    async with serve_scenario(root) as server:
+        for i, script in enumerate(load_scenario(root).scripts):
+            entries = [item.entry for item in script.entries]
+            results = await _node(f"{server.url}/sessions/s{i}", mode, len(entries))
+            for j, (result, entry) in enumerate(zip(results, entries, strict=True)):
+                where = f"{name}[{i}] call {j} ({mode})"
+                if isinstance(entry, ThrowEntry):
+                    assert not entry.chunks
+                    assert (result["error"]["status"], result["error"]["code"]) == (
+                        ERRORS[entry.code][0], entry.code), where
+                    continue
+                assert isinstance(entry, ChunksEntry)
+                # Built as the SDK builds what it receives (no validation: the replay's codes
+                # are no OpenAI literal).
+                response = openai.types.responses.Response.construct(**result["response"])
+                check_response(response, entry.chunks, where)
+        assert server.engine.consumed_problems() == []

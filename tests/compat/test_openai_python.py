@@ -1,4 +1,5 @@
-"""openai-python against a real replay server: raw chunks, the stream helper, stream=False.
+"""openai-python against a real replay server: raw chunks, the stream helper, stream=False, and
+an openai-agents ``Agent`` on its chat-completions model over the same client.
 
 Clients keep their default settings (retries included): the server's answers alone must
 make them assemble exactly what was recorded.
@@ -6,6 +7,7 @@ make them assemble exactly what was recorded.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,52 @@ async def test_a_throw_without_prefix_is_an_http_error_the_sdk_does_not_retry() 
         await client.close()
         assert caught.value.code == "AUTH"
         assert len(server.engine.journal()) == 1
+
+
+@pytest.mark.parametrize("name", ["basic-chat", "parallel-tool-calls"])
+async def test_an_agents_sdk_agent_on_the_chat_model_runs_the_recorded_tools(name: str) -> None:
+    """openai-agents' ``OpenAIChatCompletionsModel`` (the docs/clients.md line, the session in the
+    path form of the base URL) runs the recorded tool loop: every model response holds the
+    recorded reasoning, text, tool calls and usage, and the tools ran with the recorded
+    arguments."""
+    agents = pytest.importorskip("agents")
+    want = expected_calls(name)
+    recorded_tools = [t for call in want for t in call.tools]
+    ran: list[dict[str, Any]] = []
+
+    def make(tool_name: str) -> Any:
+        async def invoke(_context: Any, arguments: str) -> str:
+            ran.append({"name": tool_name, "arguments": json.loads(arguments)})
+            return f"{tool_name} ran"
+        return agents.FunctionTool(
+            name=tool_name, description=f"the recorded {tool_name} tool",
+            params_json_schema={"type": "object", "additionalProperties": True},
+            on_invoke_tool=invoke, strict_json_schema=False)
+
+    async with serve_scenario(scenario_dir(name)) as server, openai.AsyncOpenAI(
+            base_url=f"{server.url}/sessions/agent-1/v1", api_key="any") as client:
+        model = agents.OpenAIChatCompletionsModel(model="deepseek-chat", openai_client=client)
+        agent = agents.Agent(name="a", instructions="go", model=model,
+                             tools=[make(n) for n in sorted({t["name"] for t in recorded_tools})])
+        result = await agents.Runner.run(agent, "go",
+                                         run_config=agents.RunConfig(tracing_disabled=True))
+        assert server.engine.consumed_problems() == []
+    assert sorted(ran, key=repr) == sorted(
+        ({"name": t["name"], "arguments": t["arguments"]} for t in recorded_tools), key=repr)
+    assert result.final_output == want[-1].text
+    for n, (response, expected) in enumerate(zip(result.raw_responses, want, strict=True)):
+        out = response.output
+        assert expected.usage is not None
+        assert {
+            "reasoning": "".join(s.text for o in out if o.type == "reasoning" for s in o.summary),
+            "text": "".join(c.text for o in out if o.type == "message" for c in o.content
+                            if c.type == "output_text"),
+            "tools": [tool(o.call_id, o.name, o.arguments) for o in out if o.type == "function_call"],
+            "usage": (response.usage.input_tokens, response.usage.output_tokens),
+        } == {
+            "reasoning": expected.reasoning, "text": expected.text, "tools": expected.tools,
+            "usage": (expected.usage["prompt_tokens"], expected.usage["completion_tokens"]),
+        }, f"{name} call {n}"
 
 
 def _authored(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:

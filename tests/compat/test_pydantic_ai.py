@@ -72,6 +72,9 @@ async def test_run_stream_runs_the_recorded_tools_with_the_recorded_arguments(na
         }, f"{name} call {n}"
 
 
+RESPONSES_FINISH = {"stop": "stop", "tool-calls": "stop"}
+"""What pydantic-ai's Responses model makes of a recorded finish: a completed response is a
+``stop`` whether or not it called tools (docs/clients.md lists this)."""
 RESPONSES_SCENARIOS = [
     "Aurora__apps__cli__tests__snapshots__multi-turn-conversation",  # reasoning, text, packed rows
     "Aurora__apps__cli__tests__snapshots__code-mode-dispatch-spill",  # long packed reasoning
@@ -84,7 +87,7 @@ RESPONSES_SCENARIOS = [
 async def test_responses_model_shows_each_recorded_reasoning_once(name: str, streamed: bool) -> None:
     """pydantic-ai's ``OpenAIResponsesModel`` reads reasoning from summaries only: each recorded
     reasoning block is one thinking part with its text (not empty, not twice), beside the
-    recorded text, tool calls and usage."""
+    recorded text, tool calls, finish and usage."""
     assert CORPUS is not None
     root = CORPUS / "scenarios" / name
     scripts = load_scenario(root).scripts
@@ -118,6 +121,8 @@ async def test_responses_model_shows_each_recorded_reasoning_once(name: str, str
                             if isinstance(p, ToolCallPart)] == [
                         tool(b["id"], b["name"], b["content"]) for b in recorded["blocks"]
                         if b["kind"] == "tool-call"], where
+                    assert response.finish_reason == RESPONSES_FINISH[
+                        recorded["finish"]["kind"]], where
                     usage = recorded["usage"]
                     assert (response.usage.input_tokens, response.usage.output_tokens) == (
                         usage.get("inputTokens", 0) + usage.get("cacheReadTokens", 0),

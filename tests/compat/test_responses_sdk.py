@@ -278,6 +278,30 @@ async def test_throws_and_aborts_end_the_stream_with_an_error_event(tmp_path: Pa
         assert served.engine.consumed_problems() == []  # no SDK retry consumed a call
 
 
+async def test_an_error_finish_is_a_failed_response_not_an_exception(tmp_path: Path) -> None:
+    """What docs/clients.md says the Python client makes of a recorded error finish:
+    ``responses.create()`` returns it failed, with the code; the ``responses.stream()`` helper
+    yields ``response.failed`` (the code in it) and then ``get_final_response()`` raises a
+    ``RuntimeError`` that has lost the code."""
+    failing = {"kind": "chunks", "chunks": [
+        *PREFIX, {"type": "finish", "reason": {"kind": "error", "code": "SERVER",
+                                                "message": "upstream broke"}}]}
+    async with serving(scenario_scripts(tmp_path, [failing, failing])) as served:
+        api = served.client("default")
+        created = await api.responses.create(**_request("a"))
+        assert created.status == "failed" and created.output_text == "Half an answer"
+        assert created.error is not None
+        assert (created.error.code, created.error.message) == ("SERVER", "upstream broke")
+        async with api.responses.stream(**_request("a")) as stream:
+            events = [event async for event in stream]
+            last = events[-1]
+            assert last.type == "response.failed" and last.response.error is not None
+            assert last.response.error.code == "SERVER"
+            with pytest.raises(RuntimeError, match="response.completed"):
+                await stream.get_final_response()
+        assert served.engine.consumed_problems() == []
+
+
 async def test_from_request_searches_instructions_then_input(tmp_path: Path) -> None:
     entry = {"kind": "chunks", "chunks": [
         {"type": "block-start", "index": 0, "blockType": "text"},

@@ -35,6 +35,15 @@ TOOL = {"name": "f", "arguments": "{}"}
 COMPLETION = {"object": "chat.completion", "choices": [
     {"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
 STOP = chunk({}, "stop")
+GEMINI = "/v1beta/models/g:streamGenerateContent?alt=sse"
+GEMINI_JSON = "/v1beta/models/g:generateContent"
+
+
+def gemini_sse(responses: list[Any]) -> Answer:
+    """A Gemini event stream (``alt=sse``): one ``data:`` line per response, no event names."""
+    body = b"".join(b"data: " + json.dumps(r).encode() + b"\r\n\r\n" for r in responses)
+    return Answer(200, {"content-type": "text/event-stream"}, body)
+
 
 CASES: list[tuple[str, str, Answer, str | None]] = [
     ("choices-5", CHAT, sse([{"choices": 5}, chunk({"content": "ok"}), STOP]),
@@ -85,26 +94,76 @@ CASES: list[tuple[str, str, Answer, str | None]] = [
         ("content_block_start", {"type": "content_block_start", "index": [0],
                                  "content_block": {"type": "text", "text": ""}}),
         ("content_block_delta", {"type": "content_block_delta", "index": [0],
-                                 "delta": {"type": "text_delta", "text": 5}}),
+                                 "delta": {"type": "text_delta", "text": "a"}}),
         ("content_block_stop", {"type": "content_block_stop", "index": {"a": 1}}),
-        ("message_delta", {"type": "message_delta", "delta": 5, "usage": "x"}),
+        ("message_delta", {"type": "message_delta", "delta": {}, "usage": "x"}),
         ("message_stop", {"type": "message_stop"})]), None),
+    ("anthropic-text-5", "/v1/messages", named_sse([
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": 5}}),
+        ("message_stop", {"type": "message_stop"})]), "INVALID_RESPONSE"),
+    ("anthropic-delta-5", "/v1/messages", named_sse([
+        ("message_delta", {"type": "message_delta", "delta": 5}),
+        ("message_stop", {"type": "message_stop"})]), "INVALID_RESPONSE"),
+    ("anthropic-tool-name-5", "/v1/messages", named_sse([
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "t", "name": 5, "input": {}}}),
+        ("message_stop", {"type": "message_stop"})]), "INVALID_RESPONSE"),
+    ("anthropic-event-list", "/v1/messages", named_sse([
+        ("message_start", [1]), ("message_stop", {"type": "message_stop"})]),
+     "INVALID_RESPONSE"),
     ("anthropic-type-list", "/v1/messages", named_sse([
         ("x", {"type": ["error"]}), ("message_stop", {"type": "message_stop"})]), None),
     ("anthropic-error-5", "/v1/messages", named_sse([("error", {"type": "error", "error": 5})]),
      "SERVER"),
-    ("anthropic-message-5", "/v1/messages", json_body({"type": "message", "content": 5}), None),
+    ("anthropic-message-5", "/v1/messages", json_body({"type": "message", "content": 5}),
+     "INVALID_RESPONSE"),
+    ("anthropic-message-text-5", "/v1/messages", json_body(
+        {"type": "message", "content": [{"type": "text", "text": 5}]}), "INVALID_RESPONSE"),
     ("responses-index-dict", "/v1/responses", named_sse([
         ("a", {"type": "response.output_item.added", "output_index": {"k": [1]},
                "item": {"type": "message"}}),
-        ("b", {"type": "response.output_text.delta", "output_index": {"k": [1]}, "delta": 5}),
-        ("c", {"type": "response.output_item.done", "output_index": {"k": [1]}, "item": 5}),
+        ("b", {"type": "response.output_text.delta", "output_index": {"k": [1]}, "delta": "a"}),
+        ("c", {"type": "response.output_item.done", "output_index": {"k": [1]}, "item": {}}),
         ("d", {"type": "response.completed", "response": {"usage": 5}})]), None),
+    ("responses-delta-5", "/v1/responses", named_sse([
+        ("a", {"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message"}}),
+        ("b", {"type": "response.output_text.delta", "output_index": 0, "delta": 5}),
+        ("d", {"type": "response.completed", "response": {}})]), "INVALID_RESPONSE"),
+    ("responses-item-5", "/v1/responses", named_sse([
+        ("a", {"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message"}}),
+        ("c", {"type": "response.output_item.done", "output_index": 0, "item": 5}),
+        ("d", {"type": "response.completed", "response": {}})]), "INVALID_RESPONSE"),
+    ("responses-arguments-5", "/v1/responses", named_sse([
+        ("a", {"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "function_call", "call_id": "c", "name": "f"}}),
+        ("c", {"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "function_call", "arguments": 5}}),
+        ("d", {"type": "response.completed", "response": {}})]), "INVALID_RESPONSE"),
     ("responses-type-list", "/v1/responses", named_sse([
         ("a", {"type": [1]}), ("d", {"type": "response.failed", "response": {"error": 5}})]),
      None),
     ("responses-output-5", "/v1/responses", json_body({"object": "response", "output": 5,
-                                                       "status": [1]}), None),
+                                                       "status": [1]}), "INVALID_RESPONSE"),
+    ("responses-part-text-5", "/v1/responses", json_body({"object": "response", "output": [
+        {"type": "message", "content": [{"type": "output_text", "text": 5}]}]}),
+     "INVALID_RESPONSE"),
+    ("gemini-index-junk", GEMINI, gemini_sse([{"candidates": [{"content": {"parts": [
+        {"text": "a"}]}, "finishReason": "STOP"}], "usageMetadata": 5}]), None),
+    ("gemini-text-5", GEMINI, gemini_sse([{"candidates": [{"content": {"parts": [
+        {"text": 5}]}, "finishReason": "STOP"}]}]), "INVALID_RESPONSE"),
+    ("gemini-parts-5", GEMINI, gemini_sse([{"candidates": [{"content": {"parts": 5},
+                                                            "finishReason": "STOP"}]}]),
+     "INVALID_RESPONSE"),
+    ("gemini-call-5", GEMINI, gemini_sse([{"candidates": [{"content": {"parts": [
+        {"functionCall": 5}]}, "finishReason": "STOP"}]}]), "INVALID_RESPONSE"),
+    ("gemini-event-null", GEMINI, gemini_sse([None]), "INVALID_RESPONSE"),
+    ("gemini-completion-text-5", GEMINI_JSON, json_body({"candidates": [
+        {"content": {"parts": [{"text": 5}]}, "finishReason": "STOP"}]}), "INVALID_RESPONSE"),
 ]
 
 
@@ -112,7 +171,8 @@ CASES: list[tuple[str, str, Answer, str | None]] = [
                          ids=[c[0] for c in CASES])
 async def test_a_malformed_answer_reaches_the_client_whole_and_the_log_gets_the_call(
         tmp_path: Path, no_tracebacks: Any, path: str, answer: Answer, code: str | None) -> None:
-    body = {**ASK, "stream": "event-stream" in answer.headers.get("content-type", "")}
+    body = {**ASK, "stream": "event-stream" in answer.headers.get("content-type", ""),
+            "contents": [{"role": "user", "parts": [{"text": "go"}]}]}
     async with FakeUpstream([answer]) as upstream:
         async with record_scenario(tmp_path / "rec", upstream.url) as rec:
             got = await post(rec.url + path, body)

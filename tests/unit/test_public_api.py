@@ -206,15 +206,15 @@ def _tested_as_public() -> set[str]:
 
 
 def _documented() -> set[str]:
-    """The names docs/api.md lists (each line of a list starts with its names in backticks)."""
+    """The names docs/api.md lists: a list item whose head is names in backticks then a colon
+    (``- `a(x)`, `b`: what they are``); a bullet of prose (``- `listener=` is called``) is not."""
     import re
 
     text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     names: set[str] = set()
-    for line in text.split("## Serving in process")[0].splitlines():  # the list, not the prose
-        if line.startswith("- "):
-            head = line.split(":", 1)[0]
-            names.update(re.findall(r"`(\w+)", head))
+    for line in text.splitlines():
+        if head := re.match(r"- ((?:`[^`]+`(?:, | and )?)+):", line):
+            names.update(re.findall(r"`(\w+)", head.group(1)))
     return names
 
 

@@ -1,16 +1,22 @@
-// Reads calls from a replay server's Responses route with the AI SDK's @ai-sdk/openai (its
-// default model is the Responses one) and prints what the SDK assembled, as JSON.
-// Usage: node assemble.mjs BASE_URL MODE CALLS TOOLS_JSON   (MODE: stream | generate)
+// Reads calls from a replay server with the AI SDK and prints what it assembled, as JSON:
+// PROVIDER openai is @ai-sdk/openai on its default (Responses) model, compatible is
+// @ai-sdk/openai-compatible on the chat-completions route.
+// Usage: node assemble.mjs BASE_URL MODE CALLS TOOLS_JSON [PROVIDER]
+// MODE: stream (streamText's parts) | generate (generateText) | text (streamText's text and
+// finishReason promises, as an agent awaits them).
 // maxRetries: 0 as the README says: the AI SDK ignores x-should-retry.
 import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, streamText, tool } from "ai";
 
-const [baseURL, mode, calls, toolNames] = process.argv.slice(2);
-const provider = createOpenAI({ baseURL, apiKey: "any" });
+const [baseURL, mode, calls, toolNames, providerName = "openai"] = process.argv.slice(2);
+const model = providerName === "compatible"
+  ? createOpenAICompatible({ name: "replay", baseURL, apiKey: "any" })("deepseek-chat")
+  : createOpenAI({ baseURL, apiKey: "any" })("gpt-5");
 const tools = Object.fromEntries(JSON.parse(toolNames).map((name) => [
   name, tool({ description: `the recorded ${name} tool`, inputSchema: jsonSchema({ type: "object" }) }),
 ]));
-const request = { model: provider("gpt-5"), prompt: "go", tools, maxRetries: 0 };
+const request = { model, prompt: "go", tools, maxRetries: 0 };
 const out = [];
 
 function call(reasoning, text, toolCalls, finishReason, usage) {
@@ -23,7 +29,10 @@ function call(reasoning, text, toolCalls, finishReason, usage) {
 
 for (let n = 0; n < Number(calls); n++) {
   try {
-    if (mode === "stream") {
+    if (mode === "text") {
+      const result = streamText({ ...request, onError: () => {} });
+      out.push({ text: await result.text, finishReason: await result.finishReason });
+    } else if (mode === "stream") {
       const result = streamText({ ...request, onError: () => {} });
       const reasoning = new Map();
       let text = "";

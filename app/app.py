@@ -36,7 +36,7 @@ from . import keymap, stop_signals
 from .demo_mode import DemoRunner
 from .editor_guard import EditorGuard
 from .external_editor import OpenInEditorKey
-from .headless.loading import EDITOR_FIXES, ScenarioLoader
+from .headless.loading import EDITOR_FIXES, NO_SIDECAR, ScenarioLoader
 from .headless.pace import PACE_STEPS_MS, RECORDED_SPEEDS
 from .headless.state import AppOptions, DebugState, remove_ready_files
 from .headless.verdicts import QuitVerdict, quit_verdict
@@ -426,9 +426,12 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         """Edit the override sidecar at the selected primary call, or decide the unfinished call
         of a scenario that does not load."""
         error, scenario = self.load_error, self.scenario
+        if self.options.scenario.is_file():  # a persisted session: no sidecar to edit
+            self.notify(NO_SIDECAR, severity="error")
+            return
         if scenario is None or (error is not None and error.code in EDITOR_FIXES):
             if not self.options.scenario.is_dir():
-                self.notify("The scenario is not a directory; edit its sidecar file by hand.",
+                self.notify(f"{self.options.scenario} does not exist yet: nothing to edit.",
                             severity="error")
                 return
             self.push_screen(OverrideEditorScreen.for_directory(self.options.scenario),

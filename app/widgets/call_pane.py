@@ -36,8 +36,8 @@ from .rendered_lines import RenderedLines
 TABS = ("output", "chunks", "request", "raw")
 TAB_NAMES = {"output": "Output", "chunks": "Chunks", "request": "Request", "raw": "Raw"}
 NOTHING = "Select a call in the scripts pane (↑ ↓ there; Tab moves between panes)."
-NO_CALL = {"chunks": "no call selected: select one in the scripts (↓) for its chunks",
-           "raw": "no call selected: select one in the scripts (↓) for its entry JSON"}
+NO_CALL = {"chunks": "select a call in the scripts (↓) for its chunks",
+           "raw": "select a call in the scripts (↓) for its entry JSON"}
 """What the Chunks and Raw tabs say on a script row (or with nothing loaded): not a blank pane."""
 NO_CHUNKS = "this call streams no chunks (Output and Raw say what it does)"
 MARK_STYLE = {"=": "green", "≠": "bold red", "+": "bold yellow", "-": "bold yellow"}

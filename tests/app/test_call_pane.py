@@ -192,7 +192,7 @@ async def test_the_chunks_and_raw_tabs_say_what_to_select_on_a_script_row() -> N
         pane = app.call_pane
         await pilot.press("right_square_bracket")
         assert pane.active == "chunks"
-        assert "select one in the scripts (↓) for its chunks" in pane.focus_list.render_line(0).text
+        assert "select a call in the scripts (↓) for its chunks" in pane.focus_list.render_line(0).text
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert pane.active == "raw"
         assert "for its entry JSON" in pane.focus_list.render_line(0).text

@@ -194,9 +194,10 @@ class MainScreen(FeedScreen):
         self._focus_moved()
 
     def show_load_error(self, title: str, error: ReplayError) -> None:
-        """Show why the scenario did not load (focus goes to the banner when nothing loaded)."""
+        """Show why the scenario did not load (focus goes to the banner when nothing loaded,
+        unless the user took it to the call pane or Live, e.g. to pick a log line for E)."""
         self.banner.show_error(title, error)
-        if self.state.scenario is None and self.panes.focused(self.focused) != "banner":
+        if self.state.scenario is None and self.panes.focused(self.focused) in (None, "scripts"):
             self.banner.focus()
         self._focus_moved()
 

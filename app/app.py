@@ -184,7 +184,7 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         return self.main
 
     def on_mount(self) -> None:
-        if not self.is_headless:  # a real terminal: kill and a closed window quit as q does
+        if not self.is_headless:  # a real terminal: kill quits as q does
             self._unsignal = stop_signals.install(
                 lambda: self.run_worker(self.quit_now(), group="quit", exclusive=True))
         self.collector.start()

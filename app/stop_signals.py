@@ -1,6 +1,9 @@
-"""Quitting on SIGTERM and SIGHUP as on ``q``: the verdict printed (and ``--verdict-file``
-written), a recording finished, the terminal given back. The default action killed the process
-mid-frame: the screen stayed in the terminal's alternate buffer and nothing was said."""
+"""Quitting on SIGTERM as on ``q``: the verdict printed (and ``--verdict-file`` written), a
+recording finished, the terminal given back. The default action killed the process mid-frame:
+the screen stayed in the terminal's alternate buffer and nothing was said.
+
+SIGHUP keeps its default: it comes when the terminal is gone, and quitting through the screen
+then waits forever on a terminal that cannot be written (the process would outlive it)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,9 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""What ends the debugger from outside (``kill``, ``timeout``, a closed terminal); Ctrl+C is a
-key here, the terminal being in raw mode."""
+STOP_SIGNALS = (signal.SIGTERM,)
+"""What ends the debugger from outside as ``q`` does (``kill``, ``timeout``); Ctrl+C is a key
+here, the terminal being in raw mode."""
 
 
 def install(on_signal: Callable[[], Any]) -> Callable[[], None]:

@@ -83,12 +83,10 @@ def _breakpoint(text: str) -> tuple[int, int]:
 def output_file_problem(flag: str, path: Path) -> str | None:
     """Why a file the debugger writes on quit cannot be written there (checked at start, so a
     session does not end in a failed write), or None."""
-    if path.is_dir():
-        return f"{flag} {path}: is a directory; name a file in it, e.g. {path / 'verdict.json'}"
-    if not path.parent.is_dir():
-        return (f"{flag} {path}: the directory {path.parent} does not exist; create it first "
-                "or name a file in an existing directory")
-    return None
+    from replay_engine import output_file_problem as problem_of
+
+    problem = problem_of(path, "verdict.json")
+    return None if problem is None else f"{flag} {problem}"
 
 
 def options_from_args(args: argparse.Namespace) -> AppOptions:
@@ -124,10 +122,6 @@ def options_from_args(args: argparse.Namespace) -> AppOptions:
                       breaks=tuple(args.breaks))
 
 
-INTERRUPTED = 130
-"""The exit status of Ctrl+C before the debugger took the terminal (as a shell reports it)."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the debugger on a scenario directory; print the assert-consumed verdict on quit.
     Ctrl+C before the screen is up (the key of a running debugger) is one line, not a
@@ -136,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         print("dsh-replay-tui: interrupted while starting; nothing was served", file=sys.stderr)
-        return INTERRUPTED
+        from replay_engine import EXIT_INTERRUPTED  # the one exit status of Ctrl+C
+
+        return EXIT_INTERRUPTED
 
 
 def _main(argv: Sequence[str] | None) -> int:

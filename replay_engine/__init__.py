@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         Rename as Rename,
         atomic_write as atomic_write,
         fingerprint as fingerprint,
+        output_file_problem as output_file_problem,
     )
     from .models import (
         AnyEntry as AnyEntry,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
     )
     from .presentation import (
         EXIT_FAILED as EXIT_FAILED,
+        EXIT_INTERRUPTED as EXIT_INTERRUPTED,
         EXIT_NOT_CONSUMED as EXIT_NOT_CONSUMED,
         EXIT_NOT_SERVING as EXIT_NOT_SERVING,
         EXIT_OK as EXIT_OK,

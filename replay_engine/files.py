@@ -196,6 +196,17 @@ def try_lock(path: str | Path, owner: str) -> HeldLock | str:
         os.close(fd)  # a releasing holder unlinked it: lock the new file
 
 
+def output_file_problem(path: Path, example: str) -> str | None:
+    """Why a file a command writes later (``--url-file``, ``--verdict-file``) cannot be
+    written at ``path``, checked at start (``example``: a file name to suggest), or None."""
+    if path.is_dir():
+        return f"{path}: is a directory; name a file in it, e.g. {path / example}"
+    if not path.absolute().parent.is_dir():
+        return (f"{path}: the directory {path.parent} does not exist; create it first or name "
+                "a file in an existing directory")
+    return None
+
+
 def atomic_write(path: str | Path, data: bytes, *, rename: Rename | None = None) -> None:
     """Write ``data`` to a temp file beside ``path``, fsync, rename over ``path``, fsync the dir.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
@@ -43,6 +44,29 @@ CHUNK_TYPES: frozenset[str] = frozenset(
     }
 )
 """Chunk ``type`` values a sidecar entry may carry (docs/format.md#override-sidecar)."""
+
+PLAIN_MESSAGES: dict[str, str] = {
+    "missing": "missing required key",
+    "string_too_short": "must be a non-empty string",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "greater_than_equal": "must be an integer >= 0",
+    "bool_type": "must be true or false",
+}
+"""The words a validation error of a user's document says for pydantic's common error types."""
+
+
+def plain_message(error: Mapping[str, Any]) -> str:
+    """One pydantic error's message as the docs say it: the common types in plain words, a
+    validator's own text without pydantic's ``Value error,`` prefix (sidecar and config alike)."""
+    plain = PLAIN_MESSAGES.get(str(error.get("type")))
+    if plain is not None:
+        return plain
+    return str(error.get("msg", "")).removeprefix("Value error, ")
+
 
 Origin = Literal["derived", "patched", "replaced", "appended"]
 """Where a loaded entry came from: the log, a patch over it, a bare-list sidecar, or a patch

@@ -16,6 +16,8 @@ EXIT_NOT_CONSUMED = 3
 """The replay ended with a recorded call not served (``serve`` and the debugger on quit)."""
 EXIT_NOT_SERVING = 4
 """The debugger could not listen on its port, so nothing was served."""
+EXIT_INTERRUPTED = 130
+"""A command stopped by Ctrl-C before it finished (128 + SIGINT, as shells report it)."""
 
 VERDICT_WAITING = "waiting for the agent"
 """A run nobody has called yet: no verdict until a call arrives or the replay ends."""

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import (
     OVERRIDE_EDIT,
     UNDECIDED_CALL,
+    UNFINISHED_CALL,
     ConfigError,
     EntryProblem,
     EntryTextError,
@@ -107,7 +108,8 @@ class OverrideDraft:
         self._undecided: dict[int, ScriptEntry] = dict(undecided or {})
         """Bare-list entries still holding a recorded call that never finished, by list index."""
         self.unfinished: tuple[int, ...] = tuple(sorted(self._undecided))
-        """The calls of the log that never finished (each one undecided when the draft opened)."""
+        """The calls of the log that never finished: undecided when the draft opened, or decided
+        by the bare list on disk (they are why it is a list)."""
         self._rendered: str | None = None
         self._script: list[ScriptEntry] | None = None
         self._saved_state = (list(self._entries), list(self._patches))
@@ -127,6 +129,7 @@ class OverrideDraft:
         form: SidecarForm = sidecar.form if sidecar is not None else "patches"
         derived = scenario.derived_primary
         note: str | None = None
+        unfinished: tuple[int, ...] = ()
         if derived is None and primary is not None and primary.is_file():
             try:
                 derived = load_log(primary).entries
@@ -134,11 +137,18 @@ class OverrideDraft:
                 if form == "patches":
                     raise
                 note = exc.message
+                if exc.code == UNFINISHED_CALL:
+                    # The bare list decides the calls that never finished: compare it with the
+                    # log read leniently, as the draft that wrote it did, not with nothing.
+                    lenient = load_log(primary, lenient=True)
+                    derived, unfinished = lenient.entries, tuple(lenient.unfinished)
         if sidecar is None:
             return cls(path, form, derived, base_digest=digest, derived_note=note,
                        generations=generations)
-        return cls(path, form, derived, entries=sidecar.entries, patches=sidecar.patches,
-                   base_digest=digest, derived_note=note, generations=generations)
+        draft = cls(path, form, derived, entries=sidecar.entries, patches=sidecar.patches,
+                    base_digest=digest, derived_note=note, generations=generations)
+        draft.unfinished = unfinished
+        return draft
 
     # -- reading ------------------------------------------------------------------------
 

@@ -12,7 +12,41 @@ import sys
 from typing import Any
 
 from ..errors import ServerUnreachableError
+from ..server.guard import id_problem
 from ..testing.demo_agent import DEMO_DIALECTS, run_demo_agent
+
+
+def _server_url(value: str) -> str:
+    """``URL``: an http(s) address (``host:port`` is taken as http), else a usage error."""
+    from urllib.parse import urlsplit
+
+    from ..testing.demo_wires import server_root
+
+    parts = urlsplit(server_root(value))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a server URL; pass the URL `dsh-replay serve` or the debugger "
+            "prints, e.g. http://127.0.0.1:8765")
+    return value
+
+
+def _run_name(value: str) -> str:
+    """``--run``: a run id the server takes (its one id rule), else a usage error."""
+    problem = id_problem("run", value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def _delay_ms(value: str) -> int:
+    """``--delay-ms``: a non-negative integer, else a usage error."""
+    try:
+        ms = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of ms") from None
+    if ms < 0:
+        raise argparse.ArgumentTypeError(f"{ms}: must be a non-negative integer")
+    return ms
 
 
 def _cmd_demo_agent(args: argparse.Namespace) -> int:
@@ -39,12 +73,13 @@ def register(subparsers: Any) -> None:
                     "calls once they are in place. Exits 0 when the run "
                     "ends consumed, 3 when it does not, 1 when the server cannot be reached.",
     )
-    p.add_argument("url", help="server URL, e.g. http://127.0.0.1:8765")
-    p.add_argument("--delay-ms", type=int, default=0, metavar="N",
+    p.add_argument("url", type=_server_url, help="server URL, e.g. http://127.0.0.1:8765")
+    p.add_argument("--delay-ms", type=_delay_ms, default=0, metavar="N",
                    help="wait N ms between calls so the debugger's cursors can be watched")
     p.add_argument("--ready-dir", default=None, metavar="DIR",
-                   help="directory the server creates hang readyFiles in (default: cwd)")
-    p.add_argument("--run", default=None, metavar="NAME",
+                   help="directory the server creates hang readyFiles in (default: the path the "
+                        "server reports for each hang)")
+    p.add_argument("--run", type=_run_name, default=None, metavar="NAME",
                    help="use the run NAME (the /runs/NAME/ routes) instead of the default run")
     p.add_argument("--dialect", choices=DEMO_DIALECTS, default="openai",
                    help="the wire to drive: openai (chat completions, the openai SDK), "

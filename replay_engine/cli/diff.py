@@ -50,15 +50,20 @@ def _load(path: Path, shown: str) -> Any:
                         code=exc.code) from None
 
 
-def _git(cwd: Path, *args: str) -> bytes:
+def _git(cwd: Path, rev: str, *args: str) -> bytes:
+    """The output of ``git ARGS`` run in ``cwd``; a failure names the directory, REV and what
+    git said, and the fix."""
     try:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False,
                               timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(f"git {' '.join(args)}: {exc}") from None
+        raise InputError(f"{cwd}: cannot run git to read it at {rev} ({exc}); install git "
+                         "or compare two directories (OLD NEW)") from None
     if done.returncode != 0:
-        raise InputError(f"git {' '.join(args)} in {cwd}: "
-                        f"{done.stderr.decode('utf-8', 'replace').strip()}")
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(f"{cwd}: cannot read it as committed at {rev} (git: "
+                         f"{said[0] if said else f'exit {done.returncode}'}); give a revision "
+                         "that exists (e.g. HEAD) of the git work tree that holds it")
     return done.stdout
 
 
@@ -68,13 +73,16 @@ def committed_copy(directory: Path, rev: str, into: Path) -> Path:
 
     if not directory.is_dir():
         raise InputError(f"{directory}: not a scenario directory")
-    listed = _git(directory, "ls-tree", "--name-only", "--full-name", rev, "--", ".")
+    if not rev or rev.startswith("-"):  # never an option of git's
+        raise InputError(f"--git {rev!r}: not a revision; give a commit, branch or tag "
+                         "(e.g. HEAD)")
+    listed = _git(directory, rev, "ls-tree", "--name-only", "--full-name", rev, "--", ".")
     names = [line for line in listed.decode("utf-8").splitlines() if line]
     wanted = [n for n in names if is_scenario_file(n.rsplit("/", 1)[-1])]
     if not wanted:
         raise InputError(f"{directory} holds no scenario file at {rev}")
     for name in wanted:
-        (into / name.rsplit("/", 1)[-1]).write_bytes(_git(directory, "show", f"{rev}:{name}"))
+        (into / name.rsplit("/", 1)[-1]).write_bytes(_git(directory, rev, "show", f"{rev}:{name}"))
     return into
 
 
@@ -99,7 +107,11 @@ def run_diff(args: argparse.Namespace) -> int:
                 old, new = _load(Path(args.old), args.old), _load(Path(args.new), args.new)
             result = diff_scenarios(old, new)
     except ReplayError as exc:
-        print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
+        if args.json:  # as ``inspect --json``: the error is JSON on stdout too
+            print(json.dumps({"ok": False, "error": exc.message, "code": exc.code},
+                             ensure_ascii=False))
+        else:
+            print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

@@ -98,6 +98,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=help_line, add_help=False)
             continue
         register(sub)
+        chosen: argparse.ArgumentParser = sub.choices[name]
+        chosen.set_defaults(subparser=chosen)  # the one whose usage an unknown option shows
     return parser
 
 
@@ -110,7 +112,18 @@ def _command_of(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``dsh-replay``."""
+    """Entry point of ``dsh-replay``: Ctrl-C at any point, start-up imports included, is one
+    line and exit 130, never a traceback (``serve`` and ``record`` stop on it cleanly)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("dsh-replay: interrupted", file=sys.stderr)
+        from ..presentation import EXIT_INTERRUPTED  # only now: start-up stays light
+
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     for stream in (sys.stdout, sys.stderr):
         # A lone surrogate from a scenario's JSON prints as its \u escape (the same JSON).
@@ -118,7 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     parser = build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the subcommand's parser, so the usage shown is that command's, not the list
+        # of commands.
+        said_by: argparse.ArgumentParser = getattr(args, "subparser", parser)
+        said_by.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -129,8 +147,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return EXIT_NOT_SERVING
         return 1
-    except KeyboardInterrupt:
-        return 130
     except OSError as exc:
         print(f"dsh-replay: error [IO]: {exc}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import InputError
 from ..files import atomic_write
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -31,5 +32,10 @@ def stop_on_signals() -> Iterator[asyncio.Event]:
 def announce(url: str, url_file: Path | None) -> None:
     """Write ``url`` to ``url_file`` (whole or not at all), then print it."""
     if url_file is not None:
-        atomic_write(url_file, (url + "\n").encode("utf-8"))
+        try:
+            atomic_write(url_file, (url + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise InputError(f"--url-file {url_file}: cannot write the URL "
+                             f"({exc.strerror or exc}); give a file in a writable directory.",
+                             file=str(url_file)) from None
     print(url, flush=True)

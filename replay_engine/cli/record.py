@@ -65,8 +65,9 @@ def register(subparsers: Any) -> None:
                    "succeeded, the old files kept as .bak.N)")
     p.add_argument("--from", dest="cuts", action="append", default=None,
                    metavar="SCRIPT:CALL",
-                   help="with --from-divergence: also record anew from this call (numbered from "
-                   "0 as the debugger numbers them) even when its request matches; repeatable")
+                   help="repair DIR as --from-divergence does (it implies it), also recording "
+                   "anew from this call (numbered from 0 as the debugger numbers them) even "
+                   "when its request matches; repeatable")
     p.add_argument("--keep-failures", action="store_true",
                    help="with --from-divergence: install the result even when an upstream call "
                    "failed")
@@ -113,6 +114,11 @@ def run_record(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         return run_repair(args)
+    if args.keep_failures:
+        print("dsh-replay: error: --keep-failures goes with --from-divergence (a repair installs "
+              "its result only when every upstream call succeeded); a plain record keeps every "
+              "call it records anyway", file=sys.stderr)
+        return 2
     warning = loopback_warning(args.host, RECORDING_EXPOSES, allow_hosts=False)
     if warning is not None:
         print(f"dsh-replay: {warning}", file=sys.stderr, flush=True)

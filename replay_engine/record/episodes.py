@@ -79,10 +79,20 @@ def log_tail(path: Path, end: int | None = None) -> LogTail:
             first = start if isinstance(start, int) and not isinstance(start, bool) else count
             next_seq = max(next_seq, first + size)
             count += size
-            if event.get("type") in ("turn/start", "step/start"):
-                turn = data["turn"] if isinstance(data.get("turn"), int) else turn
-                step = data["step"] if isinstance(data.get("step"), int) else 0
+            said_turn, said_step = _number(data.get("turn")), _number(data.get("step"))
+            if event.get("type") == "turn/start":
+                turn = said_turn if said_turn is not None else turn
+                step = said_step if said_step is not None else 0
+            elif said_turn is not None and said_step is not None:
+                # step/start, and every chunk, packed row and step/end: a v0 log without
+                # step events numbers its calls only there (derivation keys calls by them)
+                turn, step = said_turn, said_step
     return LogTail(next_seq, turn, step)
+
+
+def _number(value: object) -> int | None:
+    """A turn or step number as a log states it (an int, never a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class ContinuedLog(SessionLog):

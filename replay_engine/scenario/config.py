@@ -19,7 +19,7 @@ from ..jsonlimits import (
     non_finite_problem,
     too_deep,
 )
-from ..models import ReplayConfig
+from ..models import ReplayConfig, plain_message
 from .layout import not_a_file
 
 
@@ -100,7 +100,7 @@ def load_serve_config(path: str | Path) -> ReplayConfig:
     try:
         config = ReplayConfig.model_validate(data)
     except pydantic.ValidationError as exc:
-        problems = [f"{_location(tuple(e['loc']))}{_named(tuple(e['loc']), data)}: {e['msg']}"
+        problems = [f"{_location(tuple(e['loc']))}{_named(tuple(e['loc']), data)}: {plain_message(e)}"
                     for e in exc.errors()]
         first = exc.errors()[0]
         raise ConfigError(

@@ -35,6 +35,7 @@ from ..models import (
     ReplayEntry,
     ScriptEntry,
     as_safe_integer,
+    plain_message,
 )
 from .layout import SIDECAR_NAME as SIDECAR_NAME
 from .layout import not_a_file
@@ -99,25 +100,10 @@ def _render_loc(loc: tuple[int | str, ...], form: SidecarForm) -> str:
     return ".".join(parts) if parts else "document"
 
 
-_PLAIN_MESSAGES: dict[str, str] = {
-    "missing": "missing required key",
-    "string_too_short": "must be a non-empty string",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "model_type": "must be an object",
-    "model_attributes_type": "must be an object",
-    "dict_type": "must be an object",
-    "greater_than_equal": "must be an integer >= 0",
-    "bool_type": "must be true or false",
-}
-
-
 def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
     out: list[str] = []
     for err in exc.errors(include_url=False):
-        message = str(err["msg"])
-        if message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
+        message = plain_message(err)
         loc = _render_loc(tuple(err["loc"]), form)
         kind = err["type"]
         if kind == "extra_forbidden":
@@ -126,8 +112,6 @@ def _problems(exc: ValidationError, form: SidecarForm) -> list[str]:
             message = f"kind {err['input'].get('kind')!r} is not one of chunks, throw, hang"
         elif kind == "union_tag_not_found":
             message = "missing kind (chunks, throw or hang)"
-        elif kind in _PLAIN_MESSAGES:
-            message = _PLAIN_MESSAGES[kind]
         if message.startswith("readyFile"):
             loc += ".readyFile"
         out.append(f"{loc}: {message}")

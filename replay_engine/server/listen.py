@@ -62,6 +62,16 @@ def host_arg(text: str) -> str:
     return text
 
 
+def allow_host_arg(text: str) -> str:
+    """``--allow-host``: a host name (what a ``Host`` or ``Origin`` header names), or ``*``."""
+    name = text.strip()
+    if not name or any(c.isspace() or c in "/@?#" or not c.isprintable() for c in name):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a host name; give the name clients put in their Host header "
+            "(e.g. replay.internal, 10.0.0.5) or '*' for any")
+    return name
+
+
 def add_listen_arguments(parser: argparse.ArgumentParser, *, allow_hosts: bool = True) -> None:
     """``--host``, ``--port`` (and ``--allow-host``): where a front end listens, whom it answers."""
     parser.add_argument("--host", default=DEFAULT_HOST, type=host_arg,
@@ -71,6 +81,7 @@ def add_listen_arguments(parser: argparse.ArgumentParser, *, allow_hosts: bool =
     if not allow_hosts:
         return
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        type=allow_host_arg,
                         help="also answer requests whose Host or Origin names NAME (repeatable; "
                         "'*' for any); by default only loopback names and the --host address "
                         "are served")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine import BindMode, Pace, ReplayEngine
 from ..engine.state import DEFAULT_JOURNAL_LIMIT
 from ..errors import ConfigError
+from ..files import output_file_problem
 from ..models import ProviderConfig, SessionScript
 from ..scenario.config import load_serve_config
 from ..wire.dialect import CHAT_ERROR_FINISHES, RESPONSES_REASONING, WireOptions
@@ -83,7 +84,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         "capped at 5 s)")
     parser.add_argument("--config", type=Path, default=None, metavar="FILE",
                         help="TOML or JSON with the provider catalog (providers) and paceMs")
-    parser.add_argument("--ready-dir", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--ready-dir", type=_ready_dir, default=None, metavar="DIR",
                         help="where relative readyFile paths of hang entries resolve (default: "
                         "a temporary directory of its own, removed at exit: serve names each "
                         "marker in its hang line, the debugger shows it in Live)")
@@ -120,8 +121,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def add_url_file_argument(parser: argparse.ArgumentParser) -> None:
     """``--url-file``: where a front end writes its base URL once it listens (``serve``, the
     debugger and ``record``)."""
-    parser.add_argument("--url-file", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--url-file", type=_url_file, default=None, metavar="FILE",
                         help="write the base URL to FILE (atomically) once serving")
+
+
+def _ready_dir(text: str) -> Path:
+    """``--ready-dir``: a directory, or a path where one can be made (it is created when
+    missing); a file there is a usage error at start, not a READY_FILE at the first hang."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text}: not a directory; give the directory hang readyFiles are made in (it is "
+            "created when missing)")
+    return path
+
+
+def _url_file(text: str) -> Path:
+    """``--url-file``: a file path in an existing directory, checked before listening."""
+    path = Path(text)
+    problem = output_file_problem(path, "url.txt")
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return path
 
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:

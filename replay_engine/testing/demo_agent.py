@@ -138,7 +138,9 @@ class _Driver:
         self.prefix = f"{root}/runs/{run}" if run else root
         self.delay_s = max(delay_ms, 0) / 1000
         self.hang_timeout = hang_timeout
-        self.ready_dir = Path(ready_dir) if ready_dir is not None else Path.cwd()
+        self.ready_dir = Path(ready_dir) if ready_dir is not None else None
+        """Where relative readyFiles are looked for; None: where the server's state says it
+        made them (a `serve` without --ready-dir makes them in a directory of its own)."""
         self.out = out
         self.result = DemoResult()
         self.http = httpx.AsyncClient(timeout=30.0)
@@ -156,8 +158,9 @@ class _Driver:
             raise unreachable(self.server, exc) from None
         if response.status_code != 200:
             raise ServerUnreachableError(
-                f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay server? "
-                "Pass the URL that `dsh-replay serve` or the debugger prints.")
+                f"GET {url} answered HTTP {response.status_code}; is {self.server} a dsh-replay "
+                "replay server? (A recorder serves no scripts to drive.) Pass the URL that "
+                "`dsh-replay serve` or the debugger prints.")
         try:
             return response.json()
         except ValueError:
@@ -267,11 +270,16 @@ class _Driver:
         path: Path | None = None
         stale = False
         if isinstance(ready, str) and ready:
-            path = Path(ready) if os.path.isabs(ready) else self.ready_dir / ready
-            stale = path.exists()  # left from an earlier run: only the state can tell
+            if os.path.isabs(ready):
+                path = Path(ready)
+            elif self.ready_dir is not None:
+                path = self.ready_dir / ready
+            stale = path is not None and path.exists()  # from an earlier run: ask the state
         task = asyncio.create_task(self.wire.stream(session, messages))
         try:
             seen, where = await self._wait_hanging(session, task, None if stale else path)
+            reported = path is None and isinstance(ready, str) and bool(ready)
+            made = reported and where is not None and Path(where).is_file()  # before the cancel
             if task.done():
                 got = task.result()
                 return False, f"expected a hang, but the stream ended: {describe(got)}", got
@@ -287,6 +295,12 @@ class _Driver:
         if not seen:
             return False, (f"cancelled (ABORTED), but readyFile {path} never appeared"
                            + (f"; the server made it at {where}, pass --ready-dir" if where else "")), got
+        if reported and not made:
+            return False, (f"cancelled (ABORTED), but the readyFile {where or ready} the server "
+                           "reported is not on this machine's disk; pass --ready-dir"), got
+        if reported:
+            return True, (f"hung (readyFile {where}), cancelled, ended ABORTED after "
+                          f"{got.events} SSE event(s)"), got
         how = f"readyFile {ready}" if path is not None and not stale else "state hanging"
         return True, f"hung ({how}), cancelled, ended ABORTED after {got.events} SSE event(s)", got
 

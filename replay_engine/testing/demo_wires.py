@@ -36,9 +36,10 @@ def check_dialect(dialect: str) -> None:
 
 def server_root(base_url: str) -> str:
     """A server's root URL as people pass it: ``127.0.0.1:8765``, ``…/v1`` and ``…/`` all work."""
-    root = base_url.strip().rstrip("/")
+    root = base_url.strip()
     if root and "://" not in root:
         root = "http://" + root  # "127.0.0.1:8765" as printed by some tools
+    root = root.rstrip("/")  # after the scheme is known: "http://" is no host named "http"
     if root.endswith("/v1"):
         root = root[: -len("/v1")]
     return root

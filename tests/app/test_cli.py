@@ -63,10 +63,10 @@ def test_good_arguments_become_app_options(tmp_path: Path) -> None:
     assert (pace.mode, pace.speed, pace.ms) == ("recorded", 2.0, 3)
 
 
-def test_url_file_becomes_an_option() -> None:
-    args = build_parser().parse_args([BASIC, "--url-file", "out/url.txt"])
+def test_url_file_becomes_an_option(tmp_path: Path) -> None:
+    args = build_parser().parse_args([BASIC, "--url-file", str(tmp_path / "url.txt")])
     args.scenario_path = Path(args.scenario)
-    assert options_from_args(args).url_file == Path("out/url.txt")
+    assert options_from_args(args).url_file == tmp_path / "url.txt"
     args = build_parser().parse_args([BASIC])
     args.scenario_path = Path(args.scenario)
     assert options_from_args(args).url_file is None

@@ -14,6 +14,7 @@ from replay_engine.errors import ConfigError
 from replay_engine.record.dialect import RequestMessage
 from replay_engine.record.episodes import LogTail, log_tail
 from replay_engine.record.scrub import Scrubber, TextRule
+from tests.conftest import SAMPLES
 
 EMAIL = re.compile(r"[\w.]+@[\w.]+\w")
 
@@ -111,3 +112,22 @@ def test_a_log_tail_counts_packed_rows_and_projected_events(tmp_path: Path) -> N
     ]
     log.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
     assert log_tail(log) == LogTail(next_seq=7, turn=1, step=2)
+
+
+def test_a_log_tail_without_step_events_reads_the_chunks_numbers(tmp_path: Path) -> None:
+    # A v0 log (sample_scenarios/basic-chat) numbers its calls only in its chunks' data: the
+    # call appended after turn 1 step 2 is step 3, not a second step 1.
+    log = tmp_path / "session.jsonl"
+    lines = [
+        {"type": "session", "id": "x"},
+        {"type": "turn/start", "seq": 0, "data": {"turn": 1}},
+        {"type": "user/message", "seq": 1, "data": {"message": {"role": "user"}}},
+        {"type": "assistant/chunk", "seq": 2, "data": {"turn": 1, "step": 1, "chunk": {}}},
+        {"type": "tool/result", "seq": 3, "data": {"toolCallId": "c"}},
+        {"type": "assistant/chunk", "seq": 4, "data": {"turn": 1, "step": 2, "chunk": {}}},
+        {"type": "assistant/chunk", "seq": 5, "data": {"turn": True, "step": 9, "chunk": {}}},
+        {"type": "turn/end", "seq": 6, "data": {"turn": 1}},
+    ]
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert log_tail(log) == LogTail(next_seq=7, turn=1, step=2)
+    assert log_tail(SAMPLES / "basic-chat" / "session.jsonl").step == 2

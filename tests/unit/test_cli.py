@@ -224,6 +224,40 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert "usage: dsh-replay" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "usage", "unknown"), [
+    (["inspect", "x", "--bogus"], "usage: dsh-replay inspect [-h] [--json] scenario", "--bogus"),
+    (["serve", "x", "--prot", "1"], "usage: dsh-replay serve [-h]", "--prot 1"),
+    (["validate", "a", "--json", "b"], "usage: dsh-replay validate [-h] SCENARIO [SCENARIO ...]",
+     "--json b"),
+])
+def test_an_unknown_option_shows_the_commands_usage(argv: list[str], usage: str, unknown: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and "COMMAND ..." not in err
+    assert err.endswith(f"dsh-replay {argv[0]}: error: unrecognized arguments: {unknown}\n")
+
+
+@pytest.mark.parametrize("where", ["build_parser", "handler"])
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, where: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # Ctrl-C while the command's modules still import (build_parser) or while it runs.
+    import replay_engine.cli.dispatch as dispatch
+    import replay_engine.scenario.check as check
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    if where == "build_parser":
+        monkeypatch.setattr(dispatch, "build_parser", interrupted)
+    else:
+        monkeypatch.setattr(check, "check_scenario", interrupted)
+    assert main(["validate", str(SAMPLES / "basic-chat")]) == 130
+    assert capsys.readouterr().err == "dsh-replay: interrupted\n"
+
+
 def test_installed_console_script() -> None:
     exe = shutil.which("dsh-replay")
     if exe is None:

@@ -47,6 +47,26 @@ def test_throw_keeps_the_cut_stream_by_default(root: Path, capsys: pytest.Captur
     assert serve(root, 2) == [(HI, None), (AGA, "SERVER")]
 
 
+def test_a_later_edit_compares_with_the_recorded_calls(root: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Once the bare list exists the scenario loads; an edit after that (the retry slot)
+    still compares each call with the log, so only the calls that differ are marked."""
+    assert run(capsys, str(root), "--at", "1", "--throw", "connection reset",
+               "--code", "SERVER")[0] == 0
+    retry = tmp_path / "retry.json"
+    retry.write_text(json.dumps(HI))
+    code, out, err = run(capsys, str(root), "--append", "--chunks-file", str(retry))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1] == ("the log's call(s) #1 (1/2) never finished while recorded, so the sidecar "
+                        "is a bare list replacing the whole primary script")
+    assert lines[3].startswith("    #0 chunks replaced     4 chunks  finish=stop  Hi.")
+    assert lines[4].startswith("  * #1 throw  replaced     2 chunks  finish=throw SERVER")
+    assert lines[5] == "        kind chunks -> throw; message 'connection reset'; code 'SERVER'"
+    assert lines[6].startswith("  * #2 chunks replaced     4 chunks  finish=stop  Hi.")
+    assert lines[7:] == ["        added"]
+
+
 @pytest.mark.parametrize(("prefix", "kept"), [("0", []), ("1", [START])])
 def test_throw_with_explicit_prefix(root: Path, capsys: pytest.CaptureFixture[str], prefix: str,
                                     kept: list[dict[str, Any]]) -> None:

@@ -138,6 +138,17 @@ def test_a_scenario_that_does_not_load_is_named(tmp_path: Path,
     assert code == 2 and "give two scenario directories" in err
 
 
+def test_json_errors_are_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``--json`` a scenario that does not load is JSON on stdout, as ``inspect --json``
+    gives it, so a script reading the output always reads JSON."""
+    code, out, err = _diff(capsys, str(SAMPLES / "basic-chat"), str(SAMPLES / "broken-json-line"),
+                           "--json")
+    said = json.loads(out)
+    assert code == 2 and err == ""
+    assert said["ok"] is False and said["code"] == "LOG_PARSE"
+    assert f"{SAMPLES / 'broken-json-line'} does not load: [LOG_PARSE]" in said["error"]
+
+
 def test_git_compares_the_committed_scenario_with_the_working_tree(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = tmp_path / "repo"
@@ -156,4 +167,20 @@ def test_git_compares_the_committed_scenario_with_the_working_tree(
     assert code == 1
     assert json.loads(out)["scripts"][0]["firstChanged"] == 1
     code, _, err = _diff(capsys, str(scenario), "--git", "no-such-rev")
-    assert code == 2 and "no-such-rev" in err
+    assert code == 2 and err.startswith(
+        f"dsh-replay: diff: {scenario}: cannot read it as committed at no-such-rev (git: fatal: ")
+    assert err.endswith("give a revision that exists (e.g. HEAD) of the git work tree that "
+                        "holds it\n") and err.count("\n") == 1
+    # A REV that git would read as one of its options is refused before git runs.
+    code, _, err = _diff(capsys, str(scenario), "--git=--output=" + str(tmp_path / "written"))
+    assert code == 2 and "not a revision; give a commit, branch or tag" in err
+    assert not (tmp_path / "written").exists()
+
+
+def test_git_outside_a_work_tree_says_so_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = shutil.copytree(SAMPLES / "basic-chat", tmp_path / "chat")
+    code, out, err = _diff(capsys, str(scenario), "--git", "HEAD")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"dsh-replay: diff: {scenario}: cannot read it as committed at HEAD")
+    assert "the git work tree that holds it" in err and err.count("\n") == 1

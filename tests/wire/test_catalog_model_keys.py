@@ -69,6 +69,21 @@ def test_invalid_keys_name_the_provider_the_model_and_the_key(
     assert key in message and why in message, message
 
 
+def test_the_error_reads_as_the_docs_show_it(tmp_path: Path) -> None:
+    # docs/serving.md quotes this message; pydantic's "Value error, " prefix is not part of it.
+    with pytest.raises(ConfigError) as caught:
+        load_serve_config(_config(tmp_path, {"id": "m", "imageRequestTokens": 5}))
+    assert ("providers[0].models[0] (provider 'acme', model 'm'): imageRequestTokens is allowed "
+            "only when inputModalities includes 'image'") in caught.value.message
+    assert "Value error" not in caught.value.message
+    # A document that is not an object is said in the sidecar's words, not a class name.
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError) as caught:
+        load_serve_config(tmp_path / "list.json")
+    assert f"{tmp_path / 'list.json'}: invalid config: (document): must be an object." in (
+        caught.value.message)
+
+
 def test_serve_config_with_the_keys_serves_the_catalog(tmp_path: Path, samples: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "replay_engine.cli", "serve", str(samples / "basic-chat"),

@@ -142,6 +142,22 @@ async def test_ready_file_in_another_directory_is_reported(tmp_path: Path) -> No
     assert str(tmp_path / "server" / "ready.marker") in failure and "--ready-dir" in failure
 
 
+async def test_without_ready_dir_the_servers_own_directory_is_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `dsh-replay serve` without --ready-dir makes its markers in a directory of its own; the
+    # demo agent without --ready-dir finds the marker where the server's state says it is,
+    # not in the current directory.
+    scenario = _write_scenario(tmp_path / "s", [{"kind": "hang", "readyFile": "ready.marker"}])
+    (tmp_path / "server").mkdir()
+    (tmp_path / "agent").mkdir()
+    monkeypatch.chdir(tmp_path / "agent")
+    async with serve_scenario(scenario, port=0, ready_dir=tmp_path / "server") as server:
+        result = await run_demo_agent(server.url, out=lambda line: None, hang_timeout=2.0)
+    assert result.failures == [] and result.consumed
+    assert f"hung (readyFile {tmp_path / 'server' / 'ready.marker'})" in result.calls[0].outcome
+    assert not (tmp_path / "agent" / "ready.marker").exists()
+
+
 async def test_named_run_leaves_the_default_run_alone(samples: Path) -> None:
     async with serve_scenario(samples / "basic-chat", port=0) as server:
         result = await run_demo_agent(server.url + "/v1/", run="alpha", out=lambda line: None)
@@ -188,6 +204,43 @@ def test_cli_unreachable_server_exits_1_with_one_paragraph(
     assert err.startswith("dsh-replay demo-agent: cannot reach the replay server at " + url)
     assert "dsh-replay serve SCENARIO" in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--run", "a b"], "argument --run: run id 'a b' is not accepted: use 1 to 128 printable"),
+    (["--delay-ms", "-3"], "argument --delay-ms: -3: must be a non-negative integer"),
+])
+def test_cli_refuses_a_run_or_delay_the_server_would_not_take(
+        capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
+    # A usage error before any request, not "is this a dsh-replay server?" after a 400.
+    url = f"http://127.0.0.1:{_closed_port()}"
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["demo-agent", url, *flags])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "cannot reach" not in err and "Traceback" not in err
+
+
+async def test_a_recorder_is_named_as_the_reason_nothing_can_be_driven(tmp_path: Path) -> None:
+    # The recorder is a dsh-replay server too, but it serves no scripts: say so.
+    from replay_engine.record import record_scenario
+
+    async with record_scenario(tmp_path / "rec", "http://127.0.0.1:9") as recording:
+        with pytest.raises(ServerUnreachableError) as caught:
+            await run_demo_agent(recording.url, out=lambda line: None)
+    assert "answered HTTP 404" in caught.value.message
+    assert "A recorder serves no scripts to drive." in caught.value.message
+
+
+@pytest.mark.parametrize("url", ["", "ftp://127.0.0.1:8765", "http://", "https:///v1"])
+def test_cli_refuses_what_is_not_a_server_url(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["demo-agent", url])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"error: argument url: {url!r} is not a server URL; pass the URL "
+                        "`dsh-replay serve` or the debugger prints, e.g. http://127.0.0.1:8765\n")
+    assert "cannot reach" not in err
 
 
 async def test_cli_exits_3_when_the_run_is_not_consumed(samples: Path) -> None:

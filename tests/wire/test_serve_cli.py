@@ -84,7 +84,7 @@ def test_serve_exits_3_when_not_consumed_and_warns_off_loopback(samples: Path) -
     ("bad.json", '{"providers": [{"id": "p", "models": [{"id": "m", "contextWindow": 0}]}]}',
      "providers[0].models[0].contextWindow (provider 'p', model 'm'): Input should be greater "
      "than 0"),
-    ("bad.json", '{"paceMs": -1}', "paceMs: Input should be greater than or equal to 0"),
+    ("bad.json", '{"paceMs": -1}', "paceMs: must be an integer >= 0"),
     ("bad.json", '{"providers": [}', "line 1, column 16: not valid JSON"),
     ("bad.toml", "paceMs = [", "not valid TOML"),
     ("bad.toml", 'file = "x.jsonl"', "file: serve takes the scenario from its SCENARIO argument"),
@@ -107,7 +107,7 @@ def test_serve_input_errors_exit_1_without_serving(tmp_path: Path, samples: Path
     assert cli_main(["serve", str(samples / "basic-chat"), "--config", str(config)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("dsh-replay: error [CONFIG]: ")
-    assert "providers[0].id: Field required" in err
+    assert "providers[0].id: missing required key" in err
     broken = tmp_path / "broken"
     shutil.copytree(samples / "basic-chat", broken)
     (broken / "session.jsonl").write_text('{"type":"session"}\n{nope\n')

@@ -32,11 +32,11 @@ from replay_engine import (
     run_verdict,
 )
 
-from . import keymap
+from . import keymap, stop_signals
 from .demo_mode import DemoRunner
 from .editor_guard import EditorGuard
 from .external_editor import OpenInEditorKey
-from .headless.loading import EDITOR_FIXES, ScenarioLoader
+from .headless.loading import EDITOR_FIXES, NO_SIDECAR, ScenarioLoader
 from .headless.pace import PACE_STEPS_MS, RECORDED_SPEEDS
 from .headless.state import AppOptions, DebugState, remove_ready_files
 from .headless.verdicts import QuitVerdict, quit_verdict
@@ -89,6 +89,7 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         self._stop_watch = anyio.Event()
         self.demo = DemoRunner(self.main.log_in_order)
         self._quitting = False
+        self._unsignal: Callable[[], None] | None = None
         self.record: RecordMode | None = (
             RecordMode(options, self.main.log_in_order, self.main.request_flush)
             if options.upstream is not None and not options.live_from else None)
@@ -183,6 +184,9 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         return self.main
 
     def on_mount(self) -> None:
+        if not self.is_headless:  # a real terminal: kill quits as q does
+            self._unsignal = stop_signals.install(
+                lambda: self.run_worker(self.quit_now(), group="quit", exclusive=True))
         self.collector.start()
         self.set_interval(TICK_S, self.collector.tick, name="idle-gc")
         if self.record is None:
@@ -311,7 +315,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         verdict = self.verdict()  # before shutdown cancels what is still in flight
         self.verdict_document = run_verdict(self.engine, DEFAULT_RUN)  # the same moment
         await self.shutdown()
-        self.exit(verdict.text, return_code=verdict.code)
+        note = self.live_from.unreviewed_note() if self.live_from is not None else None
+        self.exit(verdict.text + (f"\n{note}" if note else ""), return_code=verdict.code)
 
     async def shutdown(self) -> None:
         """Stop a recording, the watcher and the server, and remove the ready files made
@@ -330,6 +335,8 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
                                 self.state.own_ready_dir)
 
     async def on_unmount(self) -> None:
+        if self._unsignal is not None:
+            self._unsignal()
         self.collector.stop()
         await self.shutdown()
 
@@ -419,9 +426,12 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
         """Edit the override sidecar at the selected primary call, or decide the unfinished call
         of a scenario that does not load."""
         error, scenario = self.load_error, self.scenario
+        if self.options.scenario.is_file():  # a persisted session: no sidecar to edit
+            self.notify(NO_SIDECAR, severity="error")
+            return
         if scenario is None or (error is not None and error.code in EDITOR_FIXES):
             if not self.options.scenario.is_dir():
-                self.notify("The scenario is not a directory; edit its sidecar file by hand.",
+                self.notify(f"{self.options.scenario} does not exist yet: nothing to edit.",
                             severity="error")
                 return
             self.push_screen(OverrideEditorScreen.for_directory(self.options.scenario),
@@ -448,15 +458,23 @@ class ReplayApp(LiveFromKeys, OpenInEditorKey, App[str]):
             self.live_pane.log_event("override editor closed: running the deferred reload")
             self.run_worker(self.loader.load(), group="reload")
 
-    async def action_quit(self) -> None:
-        """Quit with the verdict (while recording: finish the logs and print what was
-        recorded); asks first when an override editor holds unsaved changes."""
+    async def quit_now(self) -> None:
+        """Quit as ``q`` does, without asking about unsaved editor changes (on a signal there
+        is no one to answer): finish a recording and print what it recorded, else the verdict."""
         if self.record is not None and self.record.active:
             self._quitting = True
             await self.record.stop()
             problems = bool(self.record.recording and self.record.recording.problems)
             await self.shutdown()
             self.exit(self.record.summary(), return_code=1 if problems else 0)
+            return
+        await self.quit_with_verdict()
+
+    async def action_quit(self) -> None:
+        """Quit with the verdict (while recording: finish the logs and print what was
+        recorded); asks first when an override editor holds unsaved changes."""
+        if self.record is not None and self.record.active:
+            await self.quit_now()
             return
         editor = self.guard.open_editor()
         if editor is None or not editor.has_unsaved_changes:

@@ -26,7 +26,7 @@ from .headless.external_editor import (
     editor_command,
     named_file_line,
 )
-from .headless.loading import ScenarioLoader
+from .headless.loading import NO_SIDECAR, ScenarioLoader
 from .headless.state import AppOptions, DebugState
 from .screens.main import MainScreen
 from .widgets.event_log import EventLog
@@ -95,8 +95,7 @@ async def open_in_editor(app: App[Any], target: EditTarget | None, loader: Scena
     """Open ``target`` in ``$VISUAL`` / ``$EDITOR``, then reload (the sidecar's reload is skipped
     when its content did not change)."""
     if target is None:
-        app.notify("This scenario has no sidecar path to open (start the debugger on a scenario "
-                   "directory).", severity="error")
+        app.notify(NO_SIDECAR, severity="error")
         return
     command = editor_command(env)
     if command is None:

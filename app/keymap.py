@@ -61,6 +61,9 @@ class Key:
     moments: tuple[str, ...] = ()
     """The moments the main screen's context footer offers this key in (``headless.moments``:
     a call paused, recording, nothing bound, the focused pane, ...)."""
+    first: bool = False
+    """Offered before the other keys of its moments (the demo agent while nothing is bound: on a
+    narrow footer the key a newcomer needs is the last to go)."""
     palette: bool = True
     """Offered in the command palette."""
     priority: bool = False
@@ -165,7 +168,8 @@ APP_KEYS: tuple[Key, ...] = (
         "asks which wire to speak (openai chat completions, anthropic Messages, OpenAI "
         "Responses or Google Gemini), each working on a plain install. While recording it says a "
         "fixed short conversation through the recorder (keys from $OPENAI_API_KEY, "
-        "$ANTHROPIC_API_KEY or $GEMINI_API_KEY).", "Scenario", moments=(UNBOUND, RECORDING)),
+        "$ANTHROPIC_API_KEY or $GEMINI_API_KEY).", "Scenario", moments=(UNBOUND, RECORDING),
+        first=True),
     Key("o", "override", "Override", "Edit replay.override.json at the selected primary call (or "
         "decide the unfinished call of a scenario that does not load).", "Scenario",
         moments=(UNFINISHED,)),
@@ -264,13 +268,15 @@ def footer_width(keys: Sequence[Key]) -> int:
 def footer_keys(keys: Sequence[Key], moments: Sequence[str], width: int, *,
                 always: bool = True) -> list[Key]:
     """The keys the context footer shows within ``width`` cells: those of ``moments`` in that
-    order (state first, then the focused pane), then spare ones while room is left; the keys
-    marked ``footer`` last (unless not ``always``: while typing goes to a box)."""
+    order (state first, then the focused pane; within a moment the keys marked ``first`` lead),
+    then spare ones while room is left; the keys marked ``footer`` last (unless not ``always``:
+    while typing goes to a box)."""
     shown = [k for k in keys if k.footer] if always else []
     always_keys = shown
     wanted: list[Key] = []
     for moment in (*moments, *((SPARE,) if always else ())):
-        wanted += [k for k in keys if moment in k.moments and k not in wanted and not k.footer]
+        offered = [k for k in keys if moment in k.moments and k not in wanted and not k.footer]
+        wanted += sorted(offered, key=lambda k: not k.first)  # stable: table order otherwise
     chosen: list[Key] = []
     for key in wanted:
         if footer_width([*chosen, key, *always_keys]) <= width:

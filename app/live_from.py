@@ -130,6 +130,15 @@ class LiveFrom:
             return None
         return repair.scenario, repair.preview(), repair.problems()
 
+    def unreviewed_note(self) -> str | None:
+        """What quitting before the review leaves behind and where (None: nothing went live)."""
+        repair = self.repair
+        if repair is None or not repair.recorded:
+            return None
+        return (f"went live: {len(repair.recorder.reports)} call(s) from {self.shown_upstream} "
+                f"kept in {repair.attempt}, not reviewed and not installed (the scenario is "
+                "unchanged)")
+
     def keep(self) -> list[str]:
         """Install the repair; the lines say what happened (ReplayError: nothing installed)."""
         assert self.repair is not None

@@ -57,6 +57,8 @@ class ReplayFacts:
     """Logs without recorded chunk times (recorded pace has no gaps to replay there)."""
     loaded: bool = True
     """False while no scenario ever loaded (nothing is served)."""
+    serving: bool = True
+    """False when the server could not listen (no agent can reach it: nothing to wait for)."""
     flight: str = ""
     """What is in flight, cut or refused (``consumed ✓`` shows only when it is empty)."""
     runs: Sequence[str] = ()
@@ -93,6 +95,8 @@ def replay_lines(f: ReplayFacts) -> tuple[Line, Line]:
         flags.append(Text(f"diverged at #{call}{of}", style="bold red"))
     if not f.loaded:
         flags.append(Text("nothing loaded", style="bold red"))
+    elif not f.serving:
+        flags.append(Text("not serving", style="bold red"))
     elif not state.bindings and not state.refused and not f.flight and not state.consumed:
         flags.append(Text(VERDICT_WAITING))
     elif state.consumed and not f.flight:

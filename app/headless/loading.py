@@ -36,6 +36,9 @@ UNFINISHED_CODE = UNFINISHED_CALL
 EDITOR_FIXES = (UNFINISHED_CODE, SidecarError.code)
 """Load errors ``o`` opens the editor for whatever is selected: an unfinished call (the form) and
 a sidecar that does not load (as text, beside its problems)."""
+NO_SIDECAR = ("A scenario opened from a file has no replay.override.json: start the debugger on "
+              "a scenario directory to override its calls.")
+"""What ``o`` and ``E`` say on a scenario given as a file (a persisted session)."""
 
 
 class EventLogView(Protocol):

@@ -23,7 +23,11 @@ def replay_facts(state: DebugState, run: RunState) -> ReplayFacts:
         breakpoints=len(engine.breakpoints_of(run.run)),
         paused=len(engine.paused_sessions(run.run)), untimed=state.untimed_logs(),
         loaded=state.scenario is not None, flight=flight_summary(run), runs=state.runs(),
-        strict=state.options.strict)
+        strict=state.options.strict, serving=state.serve_error is None)
+
+
+LIVE_STOP = "V: review, keep or discard"
+"""The header's key after going live: short enough that 80 columns keep it beside the path."""
 
 
 def record_facts(state: DebugState) -> RecordFacts | None:
@@ -35,7 +39,7 @@ def record_facts(state: DebugState) -> RecordFacts | None:
             return None
         return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                            scenario=str(state.options.scenario), calls=recording.counts(),
-                           title=recording.title, stop="V: review, then keep or discard")
+                           title=recording.title, stop=LIVE_STOP)
     return RecordFacts(upstream=shown_url(recording.upstream), url=state.url_label,
                        scenario=str(state.options.scenario), calls=recording.counts())
 

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 DemoDialect = Literal["openai", "anthropic", "responses", "gemini"]
@@ -42,7 +42,7 @@ class DialectChoiceScreen(ModalScreen[DemoDialect | None]):
         Binding("2", "choose('anthropic')", "anthropic"),
         Binding("3", "choose('responses')", "responses"),
         Binding("4", "choose('gemini')", "gemini"),
-        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "cancel", "Cancel", key_display="Esc"),
     ]
 
     def __init__(self, selected: DemoDialect = "openai") -> None:
@@ -55,6 +55,7 @@ class DialectChoiceScreen(ModalScreen[DemoDialect | None]):
                          id="dialect-question")
             yield OptionList(*(Option(label, id=name) for name, label in CHOICES),
                              id="dialect-options")
+        yield Footer(compact=True)  # its own keys, over the main screen's (which would not act)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

@@ -150,9 +150,12 @@ class FeedScreen(Screen[None]):
             if line is not None:
                 if event.run != run:
                     line = Text.assemble(f"[run {event.run}] ", line)
-                # Stepping chunk by chunk pauses before every chunk: one line per call, updated.
-                key = (("paused", event.run, event.session, event.call_index)
-                       if isinstance(event, ev.CallPaused) else None)
+                # Stepping chunk by chunk pauses before every chunk: one line per call, updated;
+                # settings changed in a row (+ + +, breakpoints dropped at start) read as one.
+                key: object = (("paused", event.run, event.session, event.call_index)
+                               if isinstance(event, ev.CallPaused) else
+                               ("settings", event.run)
+                               if isinstance(event, ev.SettingsChanged) else None)
                 lines.append((line, key))
         if lines:
             self.log_lines(lines)

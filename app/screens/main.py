@@ -138,6 +138,16 @@ class MainScreen(FeedScreen):
         self.live_pane.border_title = "Live"
         self.panes_ready.set()
 
+    def on_screen_suspend(self) -> None:
+        # A screen over this one (the palette, a dialog) takes the keys: the footer's would not
+        # act, so it goes until this screen is back in front (dialogs show their own keys).
+        if self._widgets is not None:
+            self.footer.visible = False
+
+    def on_screen_resume(self) -> None:
+        if self._widgets is not None:
+            self.footer.visible = True
+
     # -- what the feed needs ---------------------------------------------------------------
 
     def log_line(self, line: str | Text, *, key: object = None) -> None:
@@ -165,8 +175,12 @@ class MainScreen(FeedScreen):
     # -- what a load shows (headless.loading.LoadView) -----------------------------------
 
     def show_scenario(self, scenario: Scenario) -> None:
-        """Show freshly loaded scripts; the error banner goes away."""
+        """Show freshly loaded scripts; the error banner goes away (and the focus it held moves to
+        the scripts, else no pane would have it and the arrows would do nothing)."""
+        orphaned = self.focused is None or self.panes.focused(self.focused) == "banner"
         self.banner.clear()
+        if orphaned and not self.banner.showing:
+            self.panes.focus("scripts")
         self.scripts_view.set_scripts(scenario.scripts)
         self.call_pane.forget_context()
         self.show_selected()
@@ -180,9 +194,10 @@ class MainScreen(FeedScreen):
         self._focus_moved()
 
     def show_load_error(self, title: str, error: ReplayError) -> None:
-        """Show why the scenario did not load (focus goes to the banner when nothing loaded)."""
+        """Show why the scenario did not load (focus goes to the banner when nothing loaded,
+        unless the user took it to the call pane or Live, e.g. to pick a log line for E)."""
         self.banner.show_error(title, error)
-        if self.state.scenario is None and self.panes.focused(self.focused) != "banner":
+        if self.state.scenario is None and self.panes.focused(self.focused) in (None, "scripts"):
             self.banner.focus()
         self._focus_moved()
 

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 
 class ConfirmDiscardScreen(ModalScreen[bool]):
@@ -38,6 +38,7 @@ class ConfirmDiscardScreen(ModalScreen[bool]):
             with Horizontal():
                 yield Button("Discard (y)", variant="error", id="oe-discard")
                 yield Button("Keep editing (n)", variant="primary", id="oe-keep")
+        yield Footer(compact=True)  # its own keys, over the editor's (which would not act)
 
     def on_mount(self) -> None:
         self.query_one("#oe-keep", Button).focus()

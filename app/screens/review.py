@@ -34,6 +34,9 @@ class ReviewScreen(Screen[bool]):
     """Old and new calls side by side; dismissed with True (keep) or False (discard)."""
 
     BINDINGS = keymap.bindings(keymap.REVIEW_KEYS)
+    HELP_KEYS = keymap.REVIEW_KEYS
+    """What ``?`` and the palette list here (not the main screen's keys and search syntax)."""
+    HELP_NOTE = ""
     DEFAULT_CSS = """
     ReviewScreen #rv-summary { height: auto; padding: 0 1; }
     ReviewScreen #rv-calls { height: 1fr; max-height: 40%; }

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from replay_engine import verdict_text
 
@@ -31,7 +31,7 @@ def verdict_lines(problems: list[str], scripts: int, notes: list[str], *, run: s
 class VerdictScreen(ModalScreen[None]):
     """Lists every problem of the verdict (or says the run is consumed) and the first divergence."""
 
-    BINDINGS = [Binding("escape,enter,q,a", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,enter,q,a", "dismiss", "Close", key_display="Esc")]
 
     def __init__(self, problems: list[str], scripts: int, notes: list[str] | None = None, *,
                  run: str = "default", loaded: bool = True) -> None:
@@ -48,3 +48,4 @@ class VerdictScreen(ModalScreen[None]):
         with Vertical(id="verdict"):
             yield Static(Text(self.text, style=style))
             yield Static(Text("press Enter or Esc to close", style="dim"))
+        yield Footer(compact=True)  # its own keys, over the main screen's (which would not act)

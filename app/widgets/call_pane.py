@@ -36,6 +36,10 @@ from .rendered_lines import RenderedLines
 TABS = ("output", "chunks", "request", "raw")
 TAB_NAMES = {"output": "Output", "chunks": "Chunks", "request": "Request", "raw": "Raw"}
 NOTHING = "Select a call in the scripts pane (↑ ↓ there; Tab moves between panes)."
+NO_CALL = {"chunks": "select a call in the scripts (↓) for its chunks",
+           "raw": "select a call in the scripts (↓) for its entry JSON"}
+"""What the Chunks and Raw tabs say on a script row (or with nothing loaded): not a blank pane."""
+NO_CHUNKS = "this call streams no chunks (Output and Raw say what it does)"
 MARK_STYLE = {"=": "green", "≠": "bold red", "+": "bold yellow", "-": "bold yellow"}
 
 
@@ -172,7 +176,9 @@ class CallPane(Widget):
         view = self.view
         if tab == "chunks":
             chunks = entry_chunks(view.script.entries[view.call_index]) if view else ()
-            self.query_one(ChunkList).set_chunks(chunks, view.served if view else None)
+            listed = self.query_one(ChunkList)
+            listed.set_empty_text(NO_CHUNKS if view else NO_CALL["chunks"])
+            listed.set_chunks(chunks, view.served if view else None)
         elif tab in self._dirty:
             if tab == "output":
                 self.query_one("#output", RenderedLines).set_renderable(
@@ -185,7 +191,9 @@ class CallPane(Widget):
                     item = view.script.entries[view.call_index]
                     text = json.dumps(item.to_json(with_origin=True), indent=2, ensure_ascii=False)
                     lines = show_tokens(text, view.live_ids or {}).splitlines()
-                self.query_one(TextLines).set_lines(lines)
+                raw = self.query_one(TextLines)
+                raw.set_empty_text("" if view else NO_CALL["raw"])
+                raw.set_lines(lines)
         self._dirty.discard(tab)
 
     def _title(self) -> Text:

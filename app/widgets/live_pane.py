@@ -54,6 +54,10 @@ class SessionList(LiveList):
         text.append(plain[start + STATE_WIDTH:])
         return text
 
+    def move_to(self, index: int) -> None:
+        """Rows from the first session: the column header (row 0) opens nothing with Enter."""
+        super().move_to(max(index, 1) if self.rows else index)
+
     def detail(self, index: int) -> tuple[str, str | Text] | None:
         if not self.rows:
             return self.detail_of_hint()
@@ -95,6 +99,8 @@ def session_row(b: BindingState, names: list[str], run: str | None = None) -> st
         status += f" #{b.call_index} {b.chunks_served}ch"
     if b.aborted:
         status += " aborted " + ",".join(f"#{j}" for j in b.aborted)
+    if len(status) > STATE_WIDTH:  # the script column stays in line; Enter shows the whole row
+        status = status[: STATE_WIDTH - 1] + "…"
     tail = f"  readyFile {b.ready_file}" if b.ready_file else ""
     return (f"{prefix}{key:<{KEY_WIDTH}} {f'{b.cursor}/{b.length}':>{CURSOR_WIDTH}}  "
             f"{status:<{STATE_WIDTH}} {script} by {b.rule}{tail}")
@@ -171,6 +177,7 @@ class LivePane(Vertical):
         if len(rows) != len(before) or with_run != view.with_run:
             view.with_run = with_run
             self._size_sessions()
+            view.move_to(view.cursor)  # off the column header once a session is listed
             view.refresh()
             return
         for i, ((b, plain), (old, old_plain)) in enumerate(zip(rows, before, strict=True)):

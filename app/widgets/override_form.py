@@ -134,10 +134,16 @@ class OverrideForm(Vertical):
         """Show why the entry cannot be served (None: it can); while JSON typed in the box is
         invalid, the switch and the fields wait (a change would replace that text)."""
         self.error = error
+        undecided = self.draft is not None and self.index in self.draft.undecided
         status = self.query_one("#oe-json-status", Static)
-        status.set_class(error is not None, "invalid")
-        status.update(Text("✗ " + error[1]) if error is not None
-                      else Text("✓ valid entry", style="green"))
+        status.set_class(error is not None or undecided, "invalid")
+        if error is not None:
+            status.update(Text("✗ " + error[1]))
+        elif undecided:  # valid JSON, but ^s refuses it: the line must not say it is fine
+            status.update(Text("✗ never finished: pick throw or hang, or end its chunks with a "
+                               "finish"))  # one line at 80 columns
+        else:
+            status.update(Text("✓ valid entry", style="green"))
         locked = error is not None and error[0] == "json"
         for widget in self.query(".oe-throw, .oe-hang, KindToggle"):
             widget.disabled = locked

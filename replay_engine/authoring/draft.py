@@ -23,10 +23,11 @@ from ..errors import (
     SidecarError,
 )
 from ..files import Rename, atomic_write, fingerprint
-from ..models import AnyEntry, ChunksEntry, ScriptEntry, entry_to_json
+from ..models import AnyEntry, ChunksEntry, ReplayConfig, ScriptEntry, entry_to_json
 from ..scenario.derive_fast import load_log
 from ..scenario.loading import Scenario, reads_by_generation
 from ..scenario.logscan import gc_paused
+from ..scenario.persisted import persisted_generation
 from ..scenario.sidecar import Sidecar, SidecarForm, apply_sidecar, parse_sidecar_text, validate_entry
 from .compare import (
     BACKUP_SUFFIX,
@@ -58,6 +59,18 @@ __all__ = [
     "read_sidecar_file",
     "write_sidecar",
 ]
+
+
+def no_sidecar_error(config: ReplayConfig) -> ConfigError:
+    """Why a scenario has no sidecar to edit: a persisted session given as a file, or a log
+    named by DSH_SNAPSHOT_FILE without DSH_SNAPSHOT_OVERRIDE."""
+    if config.file and persisted_generation(Path(config.file).name) is not None:
+        return ConfigError(f"{config.file}: a persisted session opened as a file has no "
+                           "replay.override.json; open a scenario directory to override its calls.",
+                           file=config.file, code=OVERRIDE_EDIT)
+    return ConfigError("this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
+                       "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario "
+                       "directory.", code=OVERRIDE_EDIT)
 
 
 class OverrideDraft:
@@ -108,11 +121,7 @@ class OverrideDraft:
         """A draft of the scenario's sidecar as it is on disk now (or an empty patches draft)."""
         config = scenario.config
         if not config.overrideFile:
-            raise ConfigError(
-                "this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
-                "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario directory.",
-                code=OVERRIDE_EDIT,
-            )
+            raise no_sidecar_error(config)
         path = Path(config.overrideFile)
         primary = Path(config.file) if config.file else None
         generations = reads_by_generation(config)

@@ -18,7 +18,7 @@ from ..scenario.layout import PRIMARY_NAME
 from ..scenario.loading import config_from_directory, load_scenario, reads_by_generation
 from ..scenario.sidecar import SIDECAR_NAME, apply_sidecar
 from .compare import read_sidecar_file
-from .draft import OverrideDraft
+from .draft import OverrideDraft, no_sidecar_error
 
 __all__ = ["AuthoringPrimary", "load_primary_for_authoring", "open_draft", "open_unfinished_draft"]
 
@@ -59,11 +59,7 @@ def open_unfinished_draft(config: ReplayConfig) -> OverrideDraft:
     as decided) and is rewritten as a bare list on save, the old file kept as ``.bak``.
     """
     if not config.overrideFile:
-        raise ConfigError(
-            "this scenario has no sidecar path (loaded from DSH_SNAPSHOT_FILE without "
-            "DSH_SNAPSHOT_OVERRIDE); set DSH_SNAPSHOT_OVERRIDE or open the scenario directory.",
-            code=OVERRIDE_EDIT,
-        )
+        raise no_sidecar_error(config)
     if not config.file or not Path(config.file).is_file():
         raise ConfigError(
             f"{config.file or PRIMARY_NAME}: the primary session log is missing, so there is no "

@@ -181,3 +181,22 @@ async def test_the_request_tab_reads_a_request_by_the_wire_it_came_on() -> None:
         assert pane.active == "request"
         await until(app, lambda: bool(pane.request_rows), "the request rows")
         assert pane.request_rows == [("=", "tool: README.md\nsrc\n", "tool: README.md\nsrc\n")]
+
+
+async def test_the_chunks_and_raw_tabs_say_what_to_select_on_a_script_row() -> None:
+    # A script row has no chunks and no entry JSON: the tabs said nothing at all (a blank pane).
+    app = make_app(SAMPLES / "patch-throw-append")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        assert app.scripts_view.selected() == (0, None)
+        pane = app.call_pane
+        await pilot.press("right_square_bracket")
+        assert pane.active == "chunks"
+        assert "select a call in the scripts (↓) for its chunks" in pane.focus_list.render_line(0).text
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert pane.active == "raw"
+        assert "for its entry JSON" in pane.focus_list.render_line(0).text
+        await pilot.press("down")  # a call: its JSON, no hint
+        assert pane.focus_list.render_line(0).text.startswith("{")
+        await pilot.press("up")
+        assert "for its entry JSON" in pane.focus_list.render_line(0).text

@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 from dsh_replay_tui.screens.detail import DetailScreen
+from dsh_replay_tui.screens.dialect_choice import DialectChoiceScreen
 from dsh_replay_tui.screens.help import HelpScreen
+from dsh_replay_tui.screens.override_confirm import ConfirmDiscardScreen
 from dsh_replay_tui.screens.override_editor import OverrideEditorScreen
+from dsh_replay_tui.screens.verdict import VerdictScreen
 from dsh_replay_tui.widgets.call_pane import ChunkList
 from dsh_replay_tui.widgets.live_pane import KEY_WIDTH, SessionList
 from textual.command import CommandPalette
+from textual.widget import Widget
 from textual.widgets import Button, TextArea
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
@@ -253,3 +257,78 @@ def test_docs_key_map_is_the_key_table() -> None:
     page = (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
     assert keymap.readme_with_keymap(page) == page, (
         "docs/keys.md differs from app/keymap.py: run python -m dsh_replay_tui.keymap docs/keys.md")
+
+
+async def test_a_dialog_shows_its_own_keys_in_the_footer_not_the_screen_below() -> None:
+    # The wire chooser, the verdict and the discard question showed the footer of the screen
+    # below them (2 Break at calls, b Breakpoint, ^s Save...), keys that do not act there.
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("d")
+        await until(app, lambda: isinstance(app.screen, DialectChoiceScreen), "the chooser")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("1", "openai"), ("2", "anthropic"), ("3", "responses"),
+                                           ("4", "gemini"), ("Esc", "Cancel")]
+        await pilot.press("escape")
+        await pilot.press("a")
+        await until(app, lambda: isinstance(app.screen, VerdictScreen), "the verdict")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("Esc", "Close")]
+        await pilot.press("escape")
+        await pilot.press("down", "o")
+        editor = app.screen
+        assert isinstance(editor, OverrideEditorScreen)
+        await editor.ready.wait()
+        await pilot.press("t", "escape")
+        await until(app, lambda: isinstance(app.screen, ConfirmDiscardScreen), "the question")
+        await pilot.pause()
+        assert footer_keys(app.screen) == [("y", "Discard"), ("n", "Keep editing")]
+        await pilot.press("y")
+
+
+def painted(widget: Widget) -> str:
+    """The lines a widget paints now."""
+    return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
+
+
+async def test_slash_in_the_help_filters_its_keys() -> None:
+    # The help is some sixty rows: at 80x24 a third of them show, and nothing found a key.
+    app = make_app(BASIC, serve=False)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.press("question_mark", "slash")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        for char in "breakpoint":
+            await pilot.press(char)
+        await pilot.pause()
+        assert help_screen.sections == [
+            ("Calls", [("b", "Toggle a breakpoint on the selected call.")])]
+        assert "Toggle a breakpoint" in painted(help_screen.query_one("#help-table"))
+        await pilot.press("enter")  # back to the rows: q closes again
+        await pilot.press("q")
+        assert app.screen is app.main
+        await pilot.press("question_mark", "slash", "z", "z", "z")
+        await pilot.pause()
+        assert app.screen.sections == []  # type: ignore[attr-defined]
+        assert "no key matches 'zzz'" in painted(app.screen.query_one("#help-table"))
+        await pilot.press("escape")
+        assert app.screen is app.main
+
+
+async def test_the_main_footer_goes_while_the_palette_is_over_it() -> None:
+    # Typing goes to the palette: the main screen's d 2 3 b hints at its foot would not act.
+    app = make_app(BASIC)
+    async with app.run_test(size=NARROW) as pilot:
+        await app.ready.wait()
+        await pilot.pause()
+        assert app.main.footer.visible
+        await pilot.press("ctrl+p")
+        await until(app, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await pilot.pause()
+        assert not app.main.footer.visible
+        await pilot.press("escape")
+        await until(app, lambda: app.screen is app.main, "the main screen")
+        await pilot.pause()
+        assert app.main.footer.visible

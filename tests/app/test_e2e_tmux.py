@@ -153,13 +153,13 @@ def test_tui_in_tmux_served_by_the_demo_agent(terminal: Terminal, tmp_path: Path
     for item in ("2 Break at calls", "3 Break at chunks", "d Demo agent", "? Help", "q Quit"):
         assert item in footer, (item, footer)
 
-    # The help screen lists every key of the main screen, by area; any key closes it.
+    # The help screen lists every key of the main screen, by area; Esc closes it.
     terminal.tmux("send-keys", "-t", "e2e", "?")
     # The title can paint a frame before the rows under it, so wait for both.
-    terminal.wait_for("the help screen", lambda s: "Keys (Esc closes)" in s and "Move" in s
+    terminal.wait_for("the help screen", lambda s: "Keys (/ filters, Esc closes)" in s and "Move" in s
                       and "Focus the scripts pane." in s)
     terminal.tmux("send-keys", "-t", "e2e", "Escape")
-    terminal.wait_for("the help screen to close", lambda s: "Keys (Esc closes)" not in s)
+    terminal.wait_for("the help screen to close", lambda s: "Keys (/ filters, Esc closes)" not in s)
 
     demo = subprocess.run([CLI, "demo-agent", url, "--ready-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)

@@ -277,3 +277,40 @@ async def test_recorded_pace_of_a_projected_log_says_it_has_no_gaps(tmp_path: Pa
         await pilot.press("t")
         await until(plain, lambda: "pace recorded gaps x1" in header(plain))
         assert "no recorded times" not in header(plain)
+
+
+def test_a_long_state_is_cut_so_the_script_column_stays_in_line() -> None:
+    # "streaming #1 2ch aborted #0" pushed the script one column per extra character right of
+    # the header's "script" (seen at 80x24 after x on a paused call, as the agent went on).
+    from dsh_replay_tui.widgets.live_pane import SessionList, session_detail, session_row
+
+    from replay_engine import BindingState
+
+    long = BindingState("demo-0", 0, 2, 2, "streaming", 1, 2, None, aborted=(0,))
+    short = BindingState("demo-1", 0, 2, 2, "idle", None, 0, None)
+    sessions = SessionList()
+    sessions.rows = [(short, "")]
+    header = sessions.row_text(0).plain
+    for b in (long, short):
+        row = session_row(b, ["sample-basic-chat"])
+        assert row.index("[0] sample-basic-chat") == header.index("script")
+    assert "streaming #1 2ch abor…" in session_row(long, ["sample-basic-chat"])
+    assert "aborted    #0" in session_detail(long)  # Enter still shows it whole
+
+
+async def test_enter_in_the_sessions_opens_the_first_session_not_the_column_header() -> None:
+    # ← from the event log landed on the column header: Enter there opened nothing.
+    from dsh_replay_tui.screens.detail import DetailScreen
+
+    app = make_app(SAMPLES / "basic-chat")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        sdk = client(app, "s1")
+        await stream_text(sdk, BASIC_PROMPT)
+        await until(app, lambda: bool(app.live_pane.sessions), "the session")
+        await pilot.press("f4", "left")
+        sessions = app.live_pane.session_list
+        assert app.focused is sessions and sessions.cursor == 1
+        await pilot.press("home", "enter")
+        assert isinstance(app.screen, DetailScreen) and app.screen.title_text == "Session s1"
+        await sdk.close()

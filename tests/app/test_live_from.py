@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from dsh_replay_tui.__main__ import build_parser, options_from_args
+from dsh_replay_tui.screens.help import HelpScreen
 from dsh_replay_tui.screens.review import ReviewScreen
 
 from tests.app.apptools import make_app, until
@@ -85,11 +86,43 @@ async def test_go_live_from_the_selected_call_then_discard(tmp_path: Path) -> No
                         "the live header")
             await pilot.press("V")
             await until(app, lambda: isinstance(app.screen, ReviewScreen), "the review")
+            # ? lists the review's keys (it showed no key, only the main screen's search syntax).
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            assert [area for area, _ in app.screen.sections] == ["Review"]
+            assert "Keep" not in app.screen.note and "Search syntax" not in app.screen.note
+            await pilot.press("escape")
             await pilot.press("x")
             await until(app, lambda: any("discarded" in line for line in app.live_pane.lines),
                         "discarded")
     assert files_of(scenario) == before
     assert not list(tmp_path.glob("*.recording-*"))
+
+
+async def test_quitting_before_the_review_says_where_the_attempt_is(tmp_path: Path) -> None:
+    # q after going live printed only the verdict: nothing said that the new calls sit,
+    # unreviewed and not installed, in DIR.recording-N.
+    scenario = tmp_path / "scenario"
+    async with echo_upstream() as upstream:
+        shown = upstream.url
+        await record_plan(scenario, upstream.url, PLAN, "v1")
+        before = files_of(scenario)
+        app = make_app(scenario, upstream=upstream.url, live_from=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.replay_ready.wait()
+            assert app.url is not None
+            app.scripts_view.select(0, 1)
+            await pilot.press("L")
+            await converse(app.url + "/v1", {"main": ["a1", "a2 other", "a3"]})
+            await until(app, lambda: "● LIVE FROM #1 → " in app.header.text.plain,
+                        "the live header")
+            await pilot.press("q")
+        attempts = list(tmp_path.glob("scenario.recording-*"))
+    assert len(attempts) == 1 and files_of(scenario) == before
+    printed = str(app.return_value)
+    assert printed.splitlines()[-1] == (
+        f"went live: 2 call(s) from {shown} kept in {attempts[0]}, not reviewed and not "
+        "installed (the scenario is unchanged)")
 
 
 def test_the_command_line_takes_upstream_without_record(tmp_path: Path) -> None:
@@ -102,3 +135,16 @@ def test_the_command_line_takes_upstream_without_record(tmp_path: Path) -> None:
     args.scenario_path = tmp_path
     with pytest.raises(argparse.ArgumentTypeError, match="--from-divergence goes with"):
         options_from_args(args)
+
+
+def test_the_live_header_keeps_its_review_key_beside_the_path_at_80_columns() -> None:
+    # "V: review, then keep or discard" left too little room for the path at 80 columns, so the
+    # key was the segment dropped (the second line read "agent → URL  …  into DIR").
+    from dsh_replay_tui.headless.header import RecordFacts, fit, record_lines
+    from dsh_replay_tui.headless.screenfacts import LIVE_STOP
+
+    facts = RecordFacts(upstream="http://127.0.0.1:28124", url="http://127.0.0.1:28123",
+                        scenario="/tmp/nc-tui-live", calls=(("demo-0", 1),),
+                        title="● LIVE FROM #1 → http://127.0.0.1:28124", stop=LIVE_STOP)
+    second = fit(record_lines(facts)[1], 78).plain  # the header's width at 80 (padding 0 1)
+    assert "V: review" in second and second.endswith("nc-tui-live"), second

@@ -234,3 +234,24 @@ def test_a_missing_editor_in_a_real_terminal_leaves_the_debugger_running(
     finally:
         subprocess.run([TMUX or "tmux", "-L", terminal.socket, "kill-server"],
                        capture_output=True, timeout=10, check=False)
+
+
+@pytest.mark.anyio
+async def test_o_and_e_on_a_persisted_session_say_it_has_no_sidecar(tmp_path: Path) -> None:
+    # o opened a whole editor screen that blamed DSH_SNAPSHOT_FILE, which nobody had set: the
+    # scenario was a persisted session given as a file.
+    from dsh_replay_tui.headless.loading import NO_SIDECAR
+    from dsh_replay_tui.screens.main import MainScreen
+
+    from tests.unit.test_persisted_sessions import HEADER, _call, _frame, _store
+
+    store = _store(tmp_path, [_frame(HEADER), _frame(_call("one", 1))])
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        await pilot.press("down", "o")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("E")
+        await until(app, lambda: len(app._notifications) == 2, "the second notice")
+        assert [n.message for n in app._notifications] == [NO_SIDECAR, NO_SIDECAR]

@@ -52,6 +52,9 @@ async def test_opens_on_the_unfinished_call_and_saves_the_throw(root: Path) -> N
         assert "#1 (1/2)" in text_of(screen, "#oe-status")
         assert "1 unfinished call(s) to decide (this one never finished)" in text_of(
             screen, "#oe-title")
+        # The line under the entry JSON does not call it valid while ^s refuses it.
+        assert text_of(screen, "#oe-json-status") == (
+            "✗ never finished: pick throw or hang, or end its chunks with a finish")
         await pilot.press("ctrl+s")
         await pilot.pause()
         status = text_of(screen, "#oe-status")
@@ -61,6 +64,7 @@ async def test_opens_on_the_unfinished_call_and_saves_the_throw(root: Path) -> N
         await throw(pilot, "connection reset", "SERVER")
         assert "call #1 now throws SERVER after 2 chunk(s)." == text_of(screen, "#oe-status")
         assert "to decide" not in text_of(screen, "#oe-title")
+        assert text_of(screen, "#oe-json-status") == "✓ valid entry"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.results == [True])
     want = sidecar_bytes([{"kind": "chunks", "chunks": HI},

@@ -122,3 +122,39 @@ async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -
         await stream_text(sdk)
         assert await stream_text(sdk) == ANSWER
         await sdk.close()
+
+
+async def test_the_focus_the_banner_held_moves_to_the_scripts_once_loaded(tmp_path: Path) -> None:
+    # The banner is focused while nothing loads; once it goes, the arrows move the scripts
+    # (the focus went nowhere before: no heavy border, and keys acted on nothing).
+    root = copy_sample(SAMPLES, "broken-json-line", tmp_path)
+    app = make_app(root, watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        await app.watching.wait()
+        assert app.focused is app.banner
+        write_atomic(root / "session.jsonl",
+                     (SAMPLES / "basic-chat" / "session.jsonl").read_text(encoding="utf-8"))
+        await until(app, lambda: not app.banner.showing, "the recovery")
+        await pilot.pause()
+        assert app.focused is app.scripts_view
+        await pilot.press("down")
+        assert app.scripts_view.selected() == (0, 0)
+
+
+async def test_a_failed_reload_leaves_the_focus_where_the_user_took_it(tmp_path: Path) -> None:
+    # With Live focused (to pick a log line for E), l on a scenario that still does not load
+    # pulled the focus back to the banner.
+    root = copy_sample(SAMPLES, "broken-json-line", tmp_path)
+    app = make_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        assert app.focused is app.banner
+        await pilot.press("f4")
+        assert app.focused is app.live_pane.event_log
+        failures = sum("load failed" in x for x in app.live_pane.lines)
+        await pilot.press("l")
+        await until(app, lambda: sum("load failed" in x for x in app.live_pane.lines) > failures,
+                    "the second failure")
+        await pilot.pause()
+        assert app.focused is app.live_pane.event_log

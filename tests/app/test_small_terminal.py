@@ -155,9 +155,9 @@ async def test_footer_offers_the_keys_that_act_now() -> None:
         await app.ready.wait()
         app.main.flush()  # paint now (nothing else may repaint)
         await pilot.pause()
-        # Nothing bound: the demo agent and the break modes, help and quit last.
+        # Nothing bound: the demo agent first, then the break modes, help and quit last.
         shown = footer(app)
-        assert shown[:3] == [("2", "Break at calls"), ("3", "Break at chunks"), ("d", "Demo agent")]
+        assert shown[:3] == [("d", "Demo agent"), ("2", "Break at calls"), ("3", "Break at chunks")]
         assert shown[-2:] == [("?", "Help"), ("q", "Quit")]
         fits(app)
         await pilot.press("3")
@@ -200,6 +200,18 @@ async def test_footer_of_a_scenario_that_does_not_load_offers_reload_and_the_edi
             assert absent not in footer(app)
             assert ("b", "Breakpoint") not in footer(app)  # no call to put one on
             fits(app)
+
+
+async def test_a_narrow_footer_keeps_the_demo_agent_while_nothing_is_bound() -> None:
+    # At 60 columns the break modes and d do not all fit: d went first, and a newcomer with no
+    # agent at hand was not told about it.
+    app = make_app(BASIC)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await app.ready.wait()
+        app.main.flush()
+        await pilot.pause()
+        assert footer(app)[0] == ("d", "Demo agent")
+        fits(app)
 
 
 def test_footer_width_counts_what_is_painted() -> None:

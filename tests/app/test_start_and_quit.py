@@ -49,6 +49,10 @@ async def test_breakpoints_on_calls_the_scenario_lacks_are_removed_with_a_messag
         assert any(x.startswith("breakpoint 0:99 removed: no such call (script [0] has 2 "
                                 "call(s))") for x in lines), lines
         assert "breakpoints 1" in app.header.text.plain
+        # One settings line, with the count that holds (it read 2, then 1, on two lines).
+        await until(app, lambda: any(x.startswith("settings:") for x in app.live_pane.lines))
+        settings = [x for x in app.live_pane.lines if x.startswith("settings:")]
+        assert settings == ["settings: mode run, pace no delay, 1 breakpoint(s)"], lines
 
 
 async def test_each_n_of_a_burst_releases_one_chunk() -> None:

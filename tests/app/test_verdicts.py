@@ -94,6 +94,9 @@ async def test_a_busy_port_alone_exits_4_not_3() -> None:
         async with app.run_test(size=(160, 40)) as pilot:
             await app.ready.wait()
             assert app.scenario is not None and app.url is None
+            # The header's state says so (it read "waiting for the agent": no agent can come).
+            await until(app, lambda: header(app).startswith("not serving"), "the header")
+            assert "waiting for the agent" not in header(app)
             await pilot.press("q")
     assert app.return_code == 4
     assert app.return_value is not None and len(app.return_value.splitlines()) == 1

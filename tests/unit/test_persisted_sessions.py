@@ -171,3 +171,14 @@ def test_serve_warns_of_a_torn_last_frame_on_stderr_at_start_and_on_reload(
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2 and all(w.startswith(expected) for w in warnings), warnings
     assert "replay NOT consumed" in out
+
+
+def test_a_persisted_session_has_no_sidecar_to_edit_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It said the scenario came from DSH_SNAPSHOT_FILE without DSH_SNAPSHOT_OVERRIDE: neither
+    # was set, a persisted session was opened as a file.
+    path = _store(tmp_path, [_frame(HEADER), _frame(_call("one", 1))])
+    assert cli_main(["override", str(path), "--at", "0", "--hang"]) == 1
+    said = capsys.readouterr().err
+    assert f"{path}: a persisted session opened as a file has no replay.override.json" in said
+    assert "DSH_SNAPSHOT_FILE" not in said

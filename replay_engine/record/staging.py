@@ -23,17 +23,37 @@ ATTEMPT_INFIX = ".recording-"
 """``NAME.recording-N``: the directory of one recording attempt of scenario ``NAME``."""
 
 
+_MADE_FOR: dict[Path, list[Path]] = {}
+"""Per attempt directory, the folders ``attempt_directory`` created above it (deepest first)."""
+
+
 def attempt_directory(scenario: Path) -> Path:
     """Create and return a fresh attempt directory beside ``scenario`` (its parents too)."""
+    made = [parent for parent in [scenario.parent, *scenario.parent.parents]
+            if not parent.exists()]
     scenario.parent.mkdir(parents=True, exist_ok=True)
     number = 1
     while True:
         candidate = scenario.with_name(f"{scenario.name}{ATTEMPT_INFIX}{number}")
         try:
             candidate.mkdir()
-            return candidate
         except FileExistsError:
             number += 1
+            continue
+        _MADE_FOR[candidate] = made
+        return candidate
+
+
+def discard_attempt(attempt: Path) -> None:
+    """Delete an attempt that holds nothing to keep, and the folders made for it that are now
+    empty: a first recording of ``scenarios/mod/test`` that recorded nothing leaves no
+    ``scenarios/mod`` behind (a folder that existed before, or holds anything, stays)."""
+    shutil.rmtree(attempt, ignore_errors=True)
+    for folder in _MADE_FOR.pop(attempt, []):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (another test's scenario is there), or gone
+            break
 
 
 def attempt_problems(recorder: ScenarioRecorder) -> list[str]:

@@ -41,13 +41,13 @@ def _settle(recorder: ScenarioRecorder, attempt: Path, what: str, shown: Callabl
             apply: Callable[[], list[str]]) -> Outcome:
     """Judge a finished attempt and apply it (``apply`` returns its notes, raising ReplayError
     when the result would not load) or keep it; ``what`` names it in messages."""
-    from ..record.staging import attempt_problems
+    from ..record.staging import attempt_problems, discard_attempt
 
     problems = attempt_problems(recorder)
     if stopped is not None and recorder.failure is None:
         problems.append(f"the recording stopped: [{stopped.code}] {stopped.message}")
     if not recorder.reports and not recorder.dropped and stopped is None:
-        shutil.rmtree(attempt, ignore_errors=True)  # nothing was written to keep
+        discard_attempt(attempt)  # nothing was written to keep
         return Outcome(failure=[f"dsh-replay: {what} recorded nothing: the test sent no model "
                                 "call through the recorder (point its client at "
                                 "dsh_replay.base_url, or let it read OPENAI_BASE_URL)"])
@@ -76,7 +76,7 @@ class WholeRecording:
     def __init__(self, pool: ServerPool, scenario: Path, upstream: str,
                  scrub: Scrubber | None) -> None:
         from ..record.directory import ensure_not_recording
-        from ..record.staging import attempt_directory
+        from ..record.staging import attempt_directory, discard_attempt
 
         ensure_not_recording(scenario)  # another recorder writing it would race the promotion
         self.scenario = scenario
@@ -84,7 +84,7 @@ class WholeRecording:
         try:
             recording, hosted = pool.start_recording(self.attempt, upstream, scrub=scrub)
         except BaseException:
-            shutil.rmtree(self.attempt, ignore_errors=True)
+            discard_attempt(self.attempt)
             raise
         self._hosted: Hosted | None = hosted
         self.url = recording.url.rstrip("/")

@@ -264,6 +264,25 @@ def test_default_locations_follow_the_module_and_the_test(
     assert (project.path / "recorded/test_loc/test_plain/session.jsonl").is_file()
 
 
+def test_a_first_recording_of_nothing_leaves_no_folders(
+        project: pytest.Pytester, fake_upstream: ThreadedUpstream) -> None:
+    """A test recorded for the first time that sends no call fails saying so, and the default
+    location's folders made for it go again; a folder that was there before stays."""
+    before = sorted(p.name for p in (project.path / "scenarios").iterdir())
+    project.makepyfile(test_quiet='''
+        import pytest
+
+        @pytest.mark.dsh_replay
+        def test_silent(dsh_replay):
+            pass
+    ''')
+    result = run(project, "--dsh-replay-record=once", "--dsh-replay-upstream", fake_upstream.url())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*recorded nothing: the test sent no model call*"])
+    assert sorted(p.name for p in (project.path / "scenarios").iterdir()) == before
+    assert "test_quiet" not in before
+
+
 def test_every_mode_under_xdist(project: pytest.Pytester, fake_upstream: ThreadedUpstream) -> None:
     pytest.importorskip("xdist")
     project.makepyfile(test_modes=f'''

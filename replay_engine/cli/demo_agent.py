@@ -40,13 +40,9 @@ def _run_name(value: str) -> str:
 
 def _delay_ms(value: str) -> int:
     """``--delay-ms``: a non-negative integer, else a usage error."""
-    try:
-        ms = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of ms") from None
-    if ms < 0:
-        raise argparse.ArgumentTypeError(f"{ms}: must be a non-negative integer")
-    return ms
+    from ..server.options import whole_number
+
+    return whole_number(value, 0, "must be a non-negative integer", " of ms")
 
 
 def _cmd_demo_agent(args: argparse.Namespace) -> int:

@@ -207,11 +207,17 @@ def serve_flags(options: ServeOptions) -> list[str]:
     return flags
 
 
-def _journal_limit(text: str) -> int:
+def whole_number(text: str, minimum: int, below: str, unit: str = "") -> int:
+    """A flag's whole number of at least ``minimum``, else a usage error (``below`` says why a
+    smaller one cannot be used; ``unit`` names what it counts)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: keep at least 1 call per run")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number{unit}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{value}: {below}")
     return value
+
+
+def _journal_limit(text: str) -> int:
+    return whole_number(text, 1, "keep at least 1 call per run")

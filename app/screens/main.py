@@ -197,9 +197,21 @@ class MainScreen(FeedScreen):
         """Show why the scenario did not load (focus goes to the banner when nothing loaded,
         unless the user took it to the call pane or Live, e.g. to pick a log line for E)."""
         self.banner.show_error(title, error)
-        if self.state.scenario is None and self.panes.focused(self.focused) in (None, "scripts"):
-            self.banner.focus()
+        if self._banner_takes_focus():
+            # after the refresh that displays it: a banner still hidden cannot take the focus
+            self.call_after_refresh(self._focus_banner)
         self._focus_moved()
+
+    def _banner_takes_focus(self) -> bool:
+        """Whether the error banner should hold the focus: nothing loaded, and the user has not
+        taken the focus to the call pane or Live."""
+        return (self.state.scenario is None and self.banner.showing
+                and self.panes.focused(self.focused) in (None, "scripts"))
+
+    def _focus_banner(self) -> None:
+        if self._banner_takes_focus():
+            self.banner.focus()
+            self._focus_moved()
 
     # -- repaint ---------------------------------------------------------------------------
 

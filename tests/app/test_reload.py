@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from tests.app.apptools import client, copy_sample, make_app, stream_text, until
+from tests.app.apptools import LIMIT_S, client, copy_sample, make_app, stream_text, until
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.anyio
@@ -124,6 +126,13 @@ async def test_a_scenario_broken_at_start_is_served_once_fixed(tmp_path: Path) -
         await sdk.close()
 
 
+async def _banner_focused(app: Any, pilot: Any) -> None:
+    """Wait until the banner holds the focus (it takes it once it is displayed)."""
+    with anyio.fail_after(LIMIT_S):
+        while app.focused is not app.banner:
+            await pilot.pause()
+
+
 async def test_the_focus_the_banner_held_moves_to_the_scripts_once_loaded(tmp_path: Path) -> None:
     # The banner is focused while nothing loads; once it goes, the arrows move the scripts
     # (the focus went nowhere before: no heavy border, and keys acted on nothing).
@@ -132,7 +141,7 @@ async def test_the_focus_the_banner_held_moves_to_the_scripts_once_loaded(tmp_pa
     async with app.run_test(size=(80, 24)) as pilot:
         await app.ready.wait()
         await app.watching.wait()
-        assert app.focused is app.banner
+        await _banner_focused(app, pilot)
         write_atomic(root / "session.jsonl",
                      (SAMPLES / "basic-chat" / "session.jsonl").read_text(encoding="utf-8"))
         await until(app, lambda: not app.banner.showing, "the recovery")
@@ -149,7 +158,7 @@ async def test_a_failed_reload_leaves_the_focus_where_the_user_took_it(tmp_path:
     app = make_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.ready.wait()
-        assert app.focused is app.banner
+        await _banner_focused(app, pilot)
         await pilot.press("f4")
         assert app.focused is app.live_pane.event_log
         failures = sum("load failed" in x for x in app.live_pane.lines)

@@ -285,14 +285,12 @@ class RepairRecording(EpisodeRecording):
 def install_repair(recorder: RepairRecorder, scenario: Path, attempt: Path) -> list[Path]:
     """Validate the merged result (a trial load), then install it beside backups of what it
     replaces and delete the attempt; returns the backups (ReplayError: nothing installed)."""
-    import shutil
-
-    from .staging import check_loads, install
+    from .staging import check_loads, discard_attempt, install
 
     files = recorder.merged_files()
     check_loads(scenario, attempt, files, recorder.removed)
     backups = install(scenario, files, recorder.removed)
-    shutil.rmtree(attempt, ignore_errors=True)
+    discard_attempt(attempt)
     return backups
 
 
@@ -303,9 +301,7 @@ class RepairSession:
     def __init__(self, root: Path, scenario: Scenario, upstream: str, *,
                  scrub: Scrubber | None = None, cuts: Iterable[CallRef] = (),
                  on_divergence: bool = True) -> None:
-        import shutil
-
-        from .staging import attempt_directory
+        from .staging import attempt_directory, discard_attempt
 
         self.root = root
         self.scenario = scenario
@@ -314,7 +310,7 @@ class RepairSession:
             self.recording = RepairRecording(self.attempt, root, scenario, upstream, scrub=scrub,
                                              cuts=cuts, on_divergence=on_divergence)
         except BaseException:
-            shutil.rmtree(self.attempt, ignore_errors=True)
+            discard_attempt(self.attempt)
             raise
         self.upstream = self.recording.proxy.upstream
 
@@ -378,6 +374,6 @@ class RepairSession:
 
     def discard(self) -> None:
         """Drop the attempt: the scenario stays as it is."""
-        import shutil
+        from .staging import discard_attempt
 
-        shutil.rmtree(self.attempt, ignore_errors=True)
+        discard_attempt(self.attempt)

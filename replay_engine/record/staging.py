@@ -45,9 +45,10 @@ def attempt_directory(scenario: Path) -> Path:
 
 
 def discard_attempt(attempt: Path) -> None:
-    """Delete an attempt that holds nothing to keep, and the folders made for it that are now
-    empty: a first recording of ``scenarios/mod/test`` that recorded nothing leaves no
-    ``scenarios/mod`` behind (a folder that existed before, or holds anything, stays)."""
+    """Delete an attempt (installed, or with nothing to keep), and the folders made for it
+    that are now empty: a first recording of ``scenarios/mod/test`` that recorded nothing
+    leaves no ``scenarios/mod`` behind (a folder that existed before, or holds anything, such
+    as the installed scenario, stays). Every attempt is deleted here."""
     shutil.rmtree(attempt, ignore_errors=True)
     for folder in _MADE_FOR.pop(attempt, []):
         try:
@@ -119,5 +120,5 @@ def promote(attempt: Path, scenario: Path) -> list[Path]:
     new = {path.name: path.read_bytes() for path in existing_scenario_files(attempt)}
     gone = [path.name for path in existing_scenario_files(scenario) if path.name not in new]
     backups = install(scenario, new, gone)
-    shutil.rmtree(attempt, ignore_errors=True)
+    discard_attempt(attempt)
     return backups

@@ -9,7 +9,6 @@ records the calls a replay run makes past its recording (``new_episodes``).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,7 +125,7 @@ class NewEpisodes:
     def __init__(self, pool: ServerPool, server: ReplayServer, scenario: Path, run: str,
                  upstream: str, scrub: Scrubber | None) -> None:
         from ..record.directory import ensure_not_recording
-        from ..record.staging import attempt_directory
+        from ..record.staging import attempt_directory, discard_attempt
 
         loaded = server.scenario
         assert loaded is not None
@@ -141,7 +140,7 @@ class NewEpisodes:
         try:
             self.episodes: EpisodeRecording | None = pool.loop.call(begin)
         except BaseException:
-            shutil.rmtree(self.attempt, ignore_errors=True)
+            discard_attempt(self.attempt)
             raise
         self._server = server
 
@@ -165,12 +164,12 @@ class NewEpisodes:
     def _apply(self, pool: ServerPool, shown: Callable[[Path], str],
                recorder: EpisodeRecorder) -> list[str]:
         """Install what was recorded; the lines that say so."""
-        from ..record.staging import check_loads, install
+        from ..record.staging import check_loads, discard_attempt, install
 
         files = recorder.merged_files()
         check_loads(self.scenario, self.attempt, files)
         backups = install(self.scenario, files)
-        shutil.rmtree(self.attempt, ignore_errors=True)
+        discard_attempt(self.attempt)
         pool.changed(self.scenario)
         return [f"dsh-replay: appended {len(recorder.reports)} new call(s) to "
                 f"{shown(self.scenario)} ({', '.join(sorted(files))}); the previous files "
@@ -179,6 +178,8 @@ class NewEpisodes:
     def conclude(self, pool: ServerPool, shown: Callable[[Path], str], *, test_failed: bool,
                  keep_failures: bool) -> Outcome:
         """Stop forwarding; install the new calls into the scenario, or keep the attempt."""
+        from ..record.staging import discard_attempt
+
         episodes, self.episodes = self.episodes, None
         if episodes is None:
             return Outcome()
@@ -191,7 +192,7 @@ class NewEpisodes:
         pool.loop.run(stop())
         recorder = episodes.recorder
         if not recorder.reports and not recorder.dropped and recorder.failure is None:
-            shutil.rmtree(self.attempt, ignore_errors=True)  # the replay needed nothing new
+            discard_attempt(self.attempt)  # the replay needed nothing new
             return Outcome()
         return _settle(recorder, self.attempt, self._what(shown), shown, test_failed=test_failed,
                        keep_failures=keep_failures, stopped=None,

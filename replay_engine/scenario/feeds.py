@@ -114,12 +114,7 @@ class CallFeed:
         """A chunk line whose decoding already checked its chunk (a ``logscan.ChunkShape``,
         read for a feed that keeps no chunk): ``chunk`` without the look or the keeping;
         ``finish``: it is the call's finish chunk."""
-        if self.open_key != key:
-            if self.open_key is not None:
-                self._close()
-            self.open_key = key
-            self._first_line = line
-        self.last_line = line
+        self._continue(key, line)
         if finish:
             self._store(key, self._chunks, self._times)
 

@@ -116,6 +116,10 @@ class ReplayError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def to_json(self) -> dict[str, object]:
+        """The error as a ``--json`` command prints it: ``{"ok": false, "error", "code"}``."""
+        return {"ok": False, "error": self.message, "code": self.code}
+
 
 class InputError(ReplayError):
     """A file or setting the user owns is wrong; the message says where and how to fix it."""

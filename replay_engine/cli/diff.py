@@ -108,8 +108,7 @@ def run_diff(args: argparse.Namespace) -> int:
             result = diff_scenarios(old, new)
     except ReplayError as exc:
         if args.json:  # as ``inspect --json``: the error is JSON on stdout too
-            print(json.dumps({"ok": False, "error": exc.message, "code": exc.code},
-                             ensure_ascii=False))
+            print(json.dumps(exc.to_json()))
         else:
             print(f"dsh-replay: diff: {exc.message}", file=sys.stderr)
         return EXIT_ERROR

@@ -72,7 +72,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
     except ReplayError as exc:
         if args.json:
-            print(json.dumps({"ok": False, "error": exc.message, "code": exc.code}))
+            print(json.dumps(exc.to_json()))
             return 1
         raise
     if args.json:

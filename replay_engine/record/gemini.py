@@ -106,14 +106,13 @@ class GeminiRebuilder:
         INVALID_RESPONSE for a part that is not of its wire type)."""
         if not isinstance(response, dict):
             raise malformed("a response", response)
-        answer: dict[str, Any] = response
-        if "error" in answer and "candidates" not in answer:
-            raise _failure(answer["error"])
-        usage = usage_back(answer.get("usageMetadata"))
+        if "error" in response and "candidates" not in response:
+            raise _failure(response["error"])
+        usage = usage_back(response.get("usageMetadata"))
         if usage is not None:
             self._usage = usage
         out: list[Chunk] = []
-        candidates = of_type(answer.get("candidates"), list, "a response's candidates")
+        candidates = of_type(response.get("candidates"), list, "a response's candidates")
         first = of_type(candidates[0], dict, "a candidate") if candidates else None
         if first is None:
             return out
